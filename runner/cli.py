@@ -1,0 +1,94 @@
+"""The `ansible-operator` command: parse arguments, call one function, print.
+
+Sub-commands are thin; the work lives in the packages they call. Heavy imports happen
+inside the handlers so that `--help` and `version` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from runner import __version__
+from runner.errors import AnsibleOperatorError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _cmd_version(_args: argparse.Namespace) -> int:
+    from runner.version import version_lines
+
+    print("\n".join(version_lines()))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from runner.run import run
+
+    return run(args)
+
+
+def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from runner.cluster import commands
+
+    cluster = sub.add_parser(
+        "cluster",
+        help="a local Kubernetes control plane (etcd, kube-apiserver, ...) built from Go",
+        description="Run a real local control plane on loopback ports, without Docker.",
+    )
+    cluster.add_argument(
+        "--state-dir",
+        help="where the cluster keeps its state "
+        "(default: $ANSIBLE_OPERATOR_CLUSTER_DIR or ./.cluster)",
+    )
+    actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = actions.add_parser("up", help="build (first time) and start the cluster")
+    up.add_argument("--apiserver-port", type=int, help="fixed API server port (default: free)")
+    up.add_argument("--build-only", action="store_true", help="only build the binaries")
+    down = actions.add_parser("down", help="stop the cluster and remove its state")
+    down.add_argument("--keep", action="store_true", help="keep the state directory")
+    actions.add_parser("status", help="what runs, where, since when")
+    actions.add_parser("kubeconfig", help="print the admin kubeconfig path")
+    actions.add_parser("env", help="print `export KUBECONFIG=...`")
+    cluster.set_defaults(handler=commands.dispatch)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from runner.settings import add_run_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="ansible-operator",
+        description="Kubernetes operators written as Ansible roles and playbooks.",
+    )
+    parser.add_argument("--version", action="version", version=f"ansible-operator {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser(
+        "run",
+        help="run the operator described by watches.yaml",
+        description="Watch the custom resources listed in watches.yaml and reconcile each "
+        "with its Ansible role or playbook.",
+    )
+    add_run_arguments(run)
+    run.set_defaults(handler=_cmd_run)
+    version = sub.add_parser("version", help="print versions")
+    version.set_defaults(handler=_cmd_version)
+    _add_cluster(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except AnsibleOperatorError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

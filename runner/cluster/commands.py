@@ -1,0 +1,45 @@
+"""`ansible-operator cluster ...` handlers (printing only; the work is in local.py)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from runner.cluster.local import LocalCluster, default_state_dir
+from runner.errors import ClusterError
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    state_dir = Path(args.state_dir).resolve() if args.state_dir else default_state_dir()
+    cluster = LocalCluster(state_dir)
+    if args.action == "up":
+        if args.build_only:
+            for name, path in cluster.build(progress=_progress).items():
+                print(f"{name}: {path}")
+            return 0
+        cluster.up(progress=_progress, apiserver_port=args.apiserver_port)
+        print(cluster.kubeconfig)
+        return 0
+    if args.action == "down":
+        stopped = cluster.down(keep=args.keep, progress=_progress)
+        if not stopped:
+            _progress("no running cluster components found")
+        return 0
+    if args.action == "status":
+        print("\n".join(cluster.status()))
+        return 0 if cluster.is_up() else 3
+    if not cluster.kubeconfig.is_file():
+        raise ClusterError(
+            f"no cluster in {state_dir}; start one with `ansible-operator cluster up`"
+        )
+    if args.action == "kubeconfig":
+        print(cluster.kubeconfig)
+    else:
+        print(f"export KUBECONFIG={shlex.quote(str(cluster.kubeconfig))}")
+    return 0

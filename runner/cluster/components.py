@@ -1,0 +1,94 @@
+"""What the local control plane is built from: one Go wrapper module per source module.
+
+The wrapper modules under `hack/cluster/<module>/` pin each version in their `go.mod`
+(the only place versions are written); this module reads them back so the build cache
+and `--version` flags always agree with what `go build` compiles.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import ClusterError
+
+
+@dataclass(frozen=True)
+class GoModule:
+    """A wrapper module under hack/cluster and the source module it pins."""
+
+    directory: Path
+    source_module: str
+
+    @property
+    def version(self) -> str:
+        return read_required_version(self.directory / "go.mod", self.source_module)
+
+
+@dataclass(frozen=True)
+class Component:
+    """One binary of the control plane."""
+
+    name: str
+    module: GoModule
+    package: str
+    ldflags: tuple[str, ...] = ()
+
+    @property
+    def version(self) -> str:
+        return self.module.version
+
+
+_REQUIRE_LINE = re.compile(r"^\s*(?:require\s+)?(?P<path>\S+)\s+(?P<version>v\S+)\s*(?://.*)?$")
+
+
+def read_required_version(go_mod: Path, module_path: str) -> str:
+    """Return the version `go_mod` requires of `module_path`."""
+    try:
+        text = go_mod.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ClusterError(f"{go_mod}: cannot read the wrapper module: {exc}") from exc
+    for line in text.splitlines():
+        match = _REQUIRE_LINE.match(line)
+        if match and match["path"] == module_path:
+            return match["version"]
+    raise ClusterError(f"{go_mod}: no `require {module_path} vX.Y.Z` line")
+
+
+def hack_dir() -> Path:
+    """The repository's hack/cluster directory (the package runs from a source checkout)."""
+    candidate = Path(__file__).resolve().parents[2] / "hack" / "cluster"
+    if not (candidate / "kubernetes" / "go.mod").is_file():
+        raise ClusterError(
+            f"{candidate}: the Go wrapper modules are missing; the local control plane is "
+            "built from a source checkout of ansible-operator"
+        )
+    return candidate
+
+
+def kubernetes_ldflags(version: str) -> tuple[str, ...]:
+    """Stamp the version into k8s binaries, or /version reports v0.0.0."""
+    major, minor = version.lstrip("v").split(".")[:2]
+    prefix = "k8s.io/component-base/version"
+    return (
+        f"-X {prefix}.gitVersion={version}",
+        f"-X {prefix}.gitMajor={major}",
+        f"-X {prefix}.gitMinor={minor}",
+        f"-X {prefix}.gitTreeState=clean",
+    )
+
+
+def components(root: Path | None = None) -> dict[str, Component]:
+    """Every binary of the control plane, by name, in start order."""
+    base = root or hack_dir()
+    kubernetes = GoModule(base / "kubernetes", "k8s.io/kubernetes")
+    etcd = GoModule(base / "etcd", "go.etcd.io/etcd/server/v3")
+    kwok = GoModule(base / "kwok", "sigs.k8s.io/kwok")
+    k8s_flags = kubernetes_ldflags(kubernetes.version)
+    k8s_cmds = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+    result = {"etcd": Component("etcd", etcd, "go.etcd.io/etcd/server/v3")}
+    for name in k8s_cmds:
+        result[name] = Component(name, kubernetes, f"k8s.io/kubernetes/cmd/{name}", k8s_flags)
+    result["kwok"] = Component("kwok", kwok, "sigs.k8s.io/kwok/cmd/kwok")
+    return result

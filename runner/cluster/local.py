@@ -1,0 +1,390 @@
+"""`ansible-operator cluster up|down|status`: the local control plane as a whole.
+
+State lives in one directory (default `./.cluster`, or `$ANSIBLE_OPERATOR_CLUSTER_DIR`):
+`state.json` (ports, pids, start time), `pki/`, `etcd/`, `logs/`, `kubeconfig`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.cluster import build, certs, process
+from runner.cluster.components import components
+from runner.cluster.kubeconfig import admin_kubeconfig
+from runner.errors import ClusterError
+
+Progress = Callable[[str], None]
+
+FAKE_NODE = "kwok-node-0"
+_STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
+_NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {
+        "name": FAKE_NODE,
+        "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+        "labels": {
+            "kubernetes.io/hostname": FAKE_NODE,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "type": "kwok",
+        },
+    },
+    "spec": {},
+    "status": {
+        "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "1000"},
+        "capacity": {"cpu": "32", "memory": "256Gi", "pods": "1000"},
+    },
+}
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    configured = env.get("ANSIBLE_OPERATOR_CLUSTER_DIR")
+    return Path(configured).resolve() if configured else Path.cwd() / ".cluster"
+
+
+@dataclass
+class ClusterState:
+    """What `up` recorded: enough for `status` and `down` to act without guessing."""
+
+    started_at: float
+    ports: dict[str, int]
+    processes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def running(self) -> dict[str, process.RunningProcess]:
+        return {
+            name: process.RunningProcess(name, p["pid"], p["binary"], Path(p["log"]))
+            for name, p in self.processes.items()
+        }
+
+
+class LocalCluster:
+    """The control plane rooted at one state directory."""
+
+    def __init__(self, state_dir: Path, *, cache: Path | None = None) -> None:
+        self.state_dir = state_dir
+        self.cache = cache or build.cache_root()
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def _state_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    def load_state(self) -> ClusterState | None:
+        try:
+            raw = json.loads(self._state_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return ClusterState(raw["started_at"], raw["ports"], raw["processes"])
+
+    def _save_state(self, state: ClusterState) -> None:
+        self._state_file.write_text(json.dumps(vars(state), indent=2), encoding="utf-8")
+
+    def _token(self) -> str:
+        path = self.state_dir / "admin.token"
+        if not path.is_file():
+            path.write_text(secrets.token_hex(24), encoding="utf-8")
+            path.chmod(0o600)
+        return path.read_text(encoding="utf-8").strip()
+
+    def apiserver(self, state: ClusterState) -> process.Endpoint:
+        return process.Endpoint(
+            f"https://{process.LOOPBACK}:{state.ports['kube-apiserver']}",
+            ca_file=certs.PKI.under(self.state_dir / "pki").ca_cert,
+            token=self._token(),
+        )
+
+    def is_up(self) -> bool:
+        state = self.load_state()
+        if state is None:
+            return False
+        alive = all(process.is_running(p.pid, p.binary) for p in state.running().values())
+        return (
+            alive
+            and set(state.processes) == set(_STOP_ORDER)
+            and self.apiserver(state).ok("/readyz")
+        )
+
+    def build(self, *, progress: Progress = print) -> dict[str, Path]:
+        wanted = [c for name, c in components().items() if name != "kubectl"]
+        return build.ensure_built(wanted, root=self.cache, progress=progress)
+
+    def up(self, *, progress: Progress = print, apiserver_port: int | None = None) -> float:
+        """Start everything (or reuse a running cluster); return the start-up seconds."""
+        if self.is_up():
+            progress(f"cluster already running; kubeconfig: {self.kubeconfig}")
+            return 0.0
+        binaries = self.build(progress=progress)
+        self.down(keep=True, progress=lambda _msg: None)
+        if apiserver_port and process.port_in_use(apiserver_port):
+            raise ClusterError(f"port {apiserver_port} on {process.LOOPBACK} is already in use")
+        started = time.monotonic()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        pki = certs.ensure_pki(self.state_dir / "pki")
+        ports = {
+            "etcd": process.free_port(),
+            "etcd-peer": process.free_port(),
+            "kube-apiserver": apiserver_port or process.free_port(),
+            "kube-controller-manager": process.free_port(),
+            "kube-scheduler": process.free_port(),
+            "kwok": process.free_port(),
+        }
+        state = ClusterState(started_at=time.time(), ports=ports)
+        token = self._token()
+        (self.state_dir / "tokens.csv").write_text(
+            f'{token},admin,admin-uid,"system:masters"\n', encoding="utf-8"
+        )
+        self._write_kubeconfig(state, pki)
+        try:
+            self._start_all(state, pki, binaries, progress)
+        except BaseException:
+            self.down(keep=True, progress=lambda _msg: None)
+            raise
+        elapsed = time.monotonic() - started
+        progress(f"cluster ready in {elapsed:.1f} s; kubeconfig: {self.kubeconfig}")
+        return elapsed
+
+    def _write_kubeconfig(self, state: ClusterState, pki: certs.PKI) -> None:
+        config = admin_kubeconfig(
+            server=self.apiserver(state).url,
+            ca_pem=pki.ca_cert.read_bytes(),
+            token=self._token(),
+            name="ansible-operator-local",
+        )
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        self.kubeconfig.chmod(0o600)
+
+    def _launch(self, state: ClusterState, name: str, argv: list[str]) -> process.RunningProcess:
+        running = process.start(
+            name,
+            argv,
+            log=self.state_dir / "logs" / f"{name}.log",
+            pid_file=self.state_dir / "pids" / f"{name}.pid",
+        )
+        state.processes[name] = {"pid": running.pid, "binary": argv[0], "log": str(running.log)}
+        self._save_state(state)
+        return running
+
+    def _start_all(
+        self,
+        state: ClusterState,
+        pki: certs.PKI,
+        binaries: dict[str, Path],
+        progress: Progress,
+    ) -> None:
+        ports = state.ports
+        loop = process.LOOPBACK
+        etcd_url = f"http://{loop}:{ports['etcd']}"
+        peer_url = f"http://{loop}:{ports['etcd-peer']}"
+        kubeconfig = str(self.kubeconfig)
+        progress("starting etcd")
+        etcd = self._launch(
+            state,
+            "etcd",
+            [
+                str(binaries["etcd"]),
+                "--name=local",
+                f"--data-dir={self.state_dir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=local={peer_url}",
+                "--unsafe-no-fsync",  # test data only: fsync costs seconds per start here
+                "--log-level=warn",
+            ],
+        )
+        process.wait_until_ready(etcd, process.Endpoint(etcd_url), "/health", timeout=30)
+
+        progress("starting kube-apiserver")
+        apiserver = self._launch(
+            state,
+            "kube-apiserver",
+            [
+                str(binaries["kube-apiserver"]),
+                f"--etcd-servers={etcd_url}",
+                f"--secure-port={ports['kube-apiserver']}",
+                f"--bind-address={loop}",
+                f"--advertise-address={loop}",
+                f"--cert-dir={self.state_dir / 'apiserver-certs'}",
+                f"--tls-cert-file={pki.serving_cert}",
+                f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_cert}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki.service_account_pub}",
+                f"--service-account-signing-key-file={pki.service_account_key}",
+                f"--token-auth-file={self.state_dir / 'tokens.csv'}",
+                "--authorization-mode=Node,RBAC",
+                "--allow-privileged=true",
+                # Only the node-lifecycle controller (off here) would lift the not-ready
+                # taint from the fake node; without this admission there is none to lift.
+                "--disable-admission-plugins=TaintNodesByCondition",
+                # The `kubernetes` Service cannot point at a loopback address.
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+            ],
+        )
+        api = self.apiserver(state)
+        process.wait_until_ready(apiserver, api, "/readyz", timeout=60)
+
+        progress("starting kube-controller-manager, kube-scheduler, kwok")
+        common = [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            f"--bind-address={loop}",
+        ]
+        kcm = self._launch(
+            state,
+            "kube-controller-manager",
+            [
+                str(binaries["kube-controller-manager"]),
+                *common,
+                f"--secure-port={ports['kube-controller-manager']}",
+                f"--cert-dir={self.state_dir / 'kcm-certs'}",
+                f"--service-account-private-key-file={pki.service_account_key}",
+                f"--root-ca-file={pki.ca_cert}",
+                f"--cluster-signing-cert-file={pki.ca_cert}",
+                f"--cluster-signing-key-file={pki.ca_key}",
+                "--use-service-account-credentials",
+                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle",
+            ],
+        )
+        scheduler = self._launch(
+            state,
+            "kube-scheduler",
+            [
+                str(binaries["kube-scheduler"]),
+                *common,
+                f"--secure-port={ports['kube-scheduler']}",
+                f"--cert-dir={self.state_dir / 'scheduler-certs'}",
+            ],
+        )
+        stages = build.kwok_stage_dir(components()["kwok"], self.cache)
+        kwok = self._launch(
+            state,
+            "kwok",
+            [
+                str(binaries["kwok"]),
+                f"--kubeconfig={kubeconfig}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                "--cidr=10.244.0.0/24",
+                "--node-ip=10.244.0.1",
+                f"--server-address={loop}:{ports['kwok']}",
+                *(f"--config={stage}" for stage in sorted(stages.glob("*.yaml"))),
+            ],
+        )
+        for running, port in (
+            (kcm, ports["kube-controller-manager"]),
+            (scheduler, ports["kube-scheduler"]),
+        ):
+            # Their serving certificates are self-signed at start; only liveness matters.
+            endpoint = process.Endpoint(f"https://{loop}:{port}", verify=False)
+            process.wait_until_ready(running, endpoint, "/healthz", timeout=60)
+        process.wait_until_ready(
+            kwok, process.Endpoint(f"http://{loop}:{ports['kwok']}"), "/healthz", timeout=60
+        )
+        progress("registering the fake node")
+        self._ensure_node(api)
+        self._wait_for(
+            api,
+            kwok,
+            f"/api/v1/nodes/{FAKE_NODE}",
+            _node_ready,
+            what=f"node {FAKE_NODE} Ready",
+        )
+        self._wait_for(
+            api,
+            kcm,
+            "/api/v1/namespaces/default/serviceaccounts/default",
+            lambda _obj: True,
+            what="the default service account",
+        )
+
+    def _ensure_node(self, api: process.Endpoint) -> None:
+        status, body = api.request("/api/v1/nodes", method="POST", body=_NODE)
+        if status not in (201, 409):
+            raise ClusterError(f"creating node {FAKE_NODE} failed: {status} {body[:300]!r}")
+
+    def _wait_for(
+        self,
+        api: process.Endpoint,
+        owner: process.RunningProcess,
+        path: str,
+        check: Callable[[dict[str, Any]], bool],
+        *,
+        what: str,
+        timeout: float = 60,
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status, body = api.request(path)
+            if status == 200 and check(json.loads(body)):
+                return
+            if not process.is_running(owner.pid, owner.binary):
+                raise ClusterError(
+                    f"{owner.name} exited while waiting for {what}; last lines of "
+                    f"{owner.log}:\n{process.log_tail(owner.log)}"
+                )
+            time.sleep(0.1)
+        raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+    def down(self, *, keep: bool = False, progress: Progress = print) -> list[str]:
+        """Stop exactly what `up` started, newest first; remove the state unless `keep`."""
+        state = self.load_state()
+        stopped: list[str] = []
+        if state is not None:
+            running = state.running()
+            for name in _STOP_ORDER:
+                if name in running and process.stop(running[name], grace=10):
+                    stopped.append(name)
+                    progress(f"stopped {name} (pid {running[name].pid})")
+            self._state_file.unlink(missing_ok=True)
+        if not keep and self.state_dir.exists():
+            shutil.rmtree(self.state_dir)
+            progress(f"removed {self.state_dir}")
+        return stopped
+
+    def status(self) -> list[str]:
+        """Human-readable lines: what runs, where, since when."""
+        state = self.load_state()
+        if state is None:
+            return [f"no cluster in {self.state_dir}"]
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.started_at))
+        lines = [f"cluster in {self.state_dir}, started {since}"]
+        running = state.running()
+        for name in reversed(_STOP_ORDER):
+            if name not in running:
+                lines.append(f"  {name:<24} not started")
+                continue
+            proc = running[name]
+            alive = "running" if process.is_running(proc.pid, proc.binary) else "NOT RUNNING"
+            port = state.ports.get(name)
+            where = f"{process.LOOPBACK}:{port}" if port else "-"
+            lines.append(f"  {name:<24} {alive:<12} pid {proc.pid:<8} {where:<16} {proc.log}")
+        api = self.apiserver(state)
+        ready = "ready" if api.ok("/readyz") else "not ready"
+        lines.append(f"  API server {api.url}: {ready}; kubeconfig {self.kubeconfig}")
+        return lines
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions", [])
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,173 @@
+"""Start, watch and stop the control plane's processes, and probe their endpoints.
+
+Processes start in their own session so they outlive `cluster up`; a pid file per
+component records them. Stopping checks that the pid still runs our binary before
+signalling it, so a reused pid is never killed by mistake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.errors import ClusterError
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return True
+        return False
+
+
+@dataclass(frozen=True)
+class RunningProcess:
+    """A started component: what runs, where it logs."""
+
+    name: str
+    pid: int
+    binary: str
+    log: Path
+
+
+def start(name: str, argv: Sequence[str], *, log: Path, pid_file: Path) -> RunningProcess:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    pid_file.write_text(f"{proc.pid}\n", encoding="utf-8")
+    return RunningProcess(name=name, pid=proc.pid, binary=argv[0], log=log)
+
+
+def _reap(pid: int) -> None:
+    # A child of this very process (tests start and stop in one process) stays a zombie
+    # until waited for.
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def is_running(pid: int, binary: str) -> bool:
+    """True when `pid` is alive and runs `binary` (not a zombie, not a reused pid)."""
+    _reap(pid)
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    return state != "Z" and cmdline[0].decode(errors="replace") == binary
+
+
+def stop(process: RunningProcess, *, grace: float) -> bool:
+    """SIGTERM, wait up to `grace` seconds, then SIGKILL. Returns whether it was running."""
+    if not is_running(process.pid, process.binary):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not is_running(process.pid, process.binary):
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while is_running(process.pid, process.binary) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        content = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(content[-lines:])
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An HTTP(S) endpoint on loopback and how to authenticate to it."""
+
+    url: str
+    ca_file: Path | None = None
+    token: str | None = None
+    verify: bool = True
+
+    def _context(self) -> ssl.SSLContext | None:
+        if not self.url.startswith("https"):
+            return None
+        if not self.verify:
+            return ssl._create_unverified_context()
+        return ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
+
+    def request(
+        self, path: str, *, method: str = "GET", body: Any = None, timeout: float = 2.0
+    ) -> tuple[int, bytes]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout, context=self._context()) as resp:
+                return int(resp.status), bytes(resp.read())
+        except urllib.error.HTTPError as err:
+            return int(err.code), err.read()
+
+    def ok(self, path: str) -> bool:
+        try:
+            status, _ = self.request(path, timeout=1.0)
+        except (OSError, urllib.error.URLError):
+            return False
+        return status == 200
+
+
+def wait_until_ready(
+    process: RunningProcess, endpoint: Endpoint, path: str, *, timeout: float
+) -> None:
+    """Poll `path` until it answers 200; fail early, with the log, if the process exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if endpoint.ok(path):
+            return
+        if not is_running(process.pid, process.binary):
+            raise ClusterError(
+                f"{process.name} exited during start-up; last lines of {process.log}:\n"
+                f"{log_tail(process.log)}"
+            )
+        time.sleep(0.1)
+    raise ClusterError(
+        f"{process.name} did not answer {endpoint.url}{path} within {timeout:.0f} s; "
+        f"last lines of {process.log}:\n{log_tail(process.log)}"
+    )

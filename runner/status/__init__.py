@@ -1,0 +1,1 @@
+"""CR status: the conditions the runtime writes after each run, and writing them."""

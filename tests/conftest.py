@@ -1,0 +1,75 @@
+"""Fixtures for every test layer: the real local control plane, clients, namespaces.
+
+The cluster comes from `$ANSIBLE_OPERATOR_TEST_KUBECONFIG` when set; otherwise the
+project's local cluster (`ansible-operator cluster`) is reused if it runs, or started
+for the session and stopped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
+        if parts[0] in ("integration", "e2e"):
+            item.add_marker(getattr(pytest.mark, parts[0]))
+
+
+@pytest.fixture(scope="session")
+def kubeconfig() -> Iterator[Path]:
+    given = os.environ.get("ANSIBLE_OPERATOR_TEST_KUBECONFIG")
+    if given:
+        yield Path(given)
+        return
+    from runner.cluster.local import LocalCluster, default_state_dir
+
+    cluster = LocalCluster(default_state_dir())
+    if cluster.is_up():
+        yield cluster.kubeconfig
+        return
+    try:
+        cluster.up()
+        yield cluster.kubeconfig
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="session")
+def api_client(kubeconfig: Path) -> Iterator[Any]:
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=str(kubeconfig))
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def dyn(api_client: Any) -> Any:
+    from kubernetes.dynamic import DynamicClient
+
+    return DynamicClient(api_client)
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, api_client: Any) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    stem = request.node.name.lower().replace("_", "-")
+    name = f"t-{''.join(c for c in stem if c.isalnum() or c == '-')[:40]}-{uuid.uuid4().hex[:5]}"
+    core.create_namespace({"metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        core.delete_namespace(name)

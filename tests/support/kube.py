@@ -1,0 +1,70 @@
+"""Small helpers over the Kubernetes Python client for tests: apply YAML, wait."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError
+
+T = TypeVar("T")
+
+
+def wait_for(
+    probe: Callable[[], T | None],
+    *,
+    timeout: float,
+    message: str,
+    interval: float = 0.1,
+) -> T:
+    """Call `probe` until it returns something truthy; fail with `message` and the last
+    value seen after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s: {message}; last: {last!r}")
+        time.sleep(interval)
+
+
+def documents(source: str | Path) -> list[dict[str, Any]]:
+    text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def apply(
+    dyn: DynamicClient, source: str | Path | Iterable[dict[str, Any]], *, namespace: str = ""
+) -> list[Any]:
+    """Create each object (or replace it if it exists); namespaced ones go to `namespace`
+    unless they name their own."""
+    objects = documents(source) if isinstance(source, str | Path) else list(source)
+    created = []
+    for obj in objects:
+        resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        ns = obj.get("metadata", {}).get("namespace") or (
+            namespace if resource.namespaced else None
+        )
+        try:
+            current = resource.get(name=obj["metadata"]["name"], namespace=ns)
+        except NotFoundError:
+            created.append(resource.create(body=obj, namespace=ns))
+            continue
+        obj.setdefault("metadata", {})["resourceVersion"] = current.metadata.resourceVersion
+        created.append(resource.replace(body=obj, namespace=ns))
+    return created
+
+
+def condition(obj: Any, kind: str) -> dict[str, Any] | None:
+    """The status condition of type `kind` of a dynamic-client object, as a dict."""
+    status = obj.to_dict().get("status") or {}
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
