@@ -51,6 +51,12 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     actions.add_parser("status", help="what runs, where, since when")
     actions.add_parser("kubeconfig", help="print the admin kubeconfig path")
     actions.add_parser("env", help="print `export KUBECONFIG=...`")
+    kubectl = actions.add_parser(
+        "kubectl",
+        help="run the cached kubectl (same version as the cluster); "
+        "uses the cluster's kubeconfig unless KUBECONFIG is set",
+    )
+    kubectl.add_argument("kubectl_args", nargs=argparse.REMAINDER, metavar="ARGS")
     cluster.set_defaults(handler=commands.dispatch)
 
 

@@ -34,6 +34,11 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.action == "status":
         print("\n".join(cluster.status()))
         return 0 if cluster.is_up() else 3
+    if args.action == "kubectl":
+        kubectl_args = list(args.kubectl_args)
+        if kubectl_args[:1] == ["--"]:
+            kubectl_args = kubectl_args[1:]
+        return cluster.kubectl(kubectl_args, progress=_progress)
     if not cluster.kubeconfig.is_file():
         raise ClusterError(
             f"no cluster in {state_dir}; start one with `ansible-operator cluster up`"

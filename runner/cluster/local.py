@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -120,8 +121,22 @@ class LocalCluster:
         )
 
     def build(self, *, progress: Progress = print) -> dict[str, Path]:
-        wanted = [c for name, c in components().items() if name != "kubectl"]
-        return build.ensure_built(wanted, root=self.cache, progress=progress)
+        return build.ensure_built(components().values(), root=self.cache, progress=progress)
+
+    def kubectl(self, args: list[str], *, progress: Progress = print) -> int:
+        """Run the cached kubectl; against this cluster unless KUBECONFIG is set."""
+        binary = build.ensure_built(
+            [components()["kubectl"]], root=self.cache, progress=progress
+        )["kubectl"]
+        env = dict(os.environ)
+        if not env.get("KUBECONFIG"):
+            if not self.kubeconfig.is_file():
+                raise ClusterError(
+                    f"no cluster in {self.state_dir} and KUBECONFIG is not set; "
+                    "start one with `ansible-operator cluster up`"
+                )
+            env["KUBECONFIG"] = str(self.kubeconfig)
+        return subprocess.run([str(binary), *args], env=env, check=False).returncode
 
     def up(self, *, progress: Progress = print, apiserver_port: int | None = None) -> float:
         """Start everything (or reuse a running cluster); return the start-up seconds."""

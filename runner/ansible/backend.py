@@ -1,0 +1,431 @@
+"""Running a role or playbook for one CR: the `AnsibleBackend` seam and its first backend.
+
+The reconciler only knows `AnsibleBackend.run(request) -> RunResult`, so a faster backend
+(pre-warmed workers, in-process Kubernetes modules) can replace this one behind a flag.
+`RunnerBackend` drives ansible-runner's Python API (`RunnerConfig` + `Runner`): it writes
+the data directory (`inputs.py`), runs ansible-playbook under pexpect in a worker thread
+so the event loop never blocks, turns the job events into a `RunResult` (`events.py`)
+while they arrive, then rotates the artifacts and points `artifacts/latest` at the run.
+
+Why threads are safe here: ansible-runner, used this way, changes no process-wide state.
+It reads `os.environ` into a copy, starts ansible-playbook with `cwd=<dir>/project` (no
+`os.chdir`), and installs signal handlers only from the main thread (we pass our own
+cancel callback, so it never tries). Different CRs have different data directories, and
+the engine never runs one CR twice at once.
+
+How a run ends, for the caller:
+- it returns a `RunResult` whenever ansible-playbook got to its final stats, failed tasks
+  included (`result.failed`, `result.failure_message`);
+- it raises `AnsibleRunError` when there is no result to report: the role or playbook is
+  missing, the playbook does not parse, ansible-playbook cannot start, the input
+  directory cannot be written, the run was stopped by `close()`. The message starts
+  with the reason (`role: /x was not found`, or `did not receive playbook_on_stats event:
+  <Ansible's error>`), ready for a Failure condition;
+- it raises `CancelledError` when the awaiting task is cancelled, after ansible-playbook
+  has been killed and the artifacts are in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from ansible_runner import Runner, RunnerConfig
+
+from runner.ansible import artifacts
+from runner.ansible.events import NO_STATS_ERROR, EventCollector, RunResult
+from runner.ansible.inputs import (
+    HOSTS_FILE,
+    MANAGED_FILES,
+    RunRequest,
+    input_copies,
+    inventory_source,
+    private_data_dir,
+    render_inputs,
+    runner_config,
+)
+from runner.errors import AnsibleRunError
+
+__all__ = [
+    "AnsibleBackend",
+    "EventCallback",
+    "LogEvents",
+    "RunnerBackend",
+    "write_inputs",
+]
+
+LogEvents = Literal["tasks", "everything", "nothing"]
+"""`--ansible-log-events`: task results, every event, or nothing."""
+
+EventCallback = Callable[[dict[str, Any]], None]
+
+_CANCEL_POLL_SECONDS = 1.0
+"""How often a quiet run checks whether it was cancelled (ansible-runner's default: 5)."""
+
+_RESULT_EVENTS = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_skipped": "skipped",
+    "runner_on_unreachable": "unreachable",
+}
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ERROR_PREFIXES = ("[ERROR]: ", "ERROR! ")
+_REASON_LINES = 10
+
+
+class AnsibleBackend(Protocol):
+    """Runs one role or playbook for one CR and reports what happened."""
+
+    async def run(self, request: RunRequest, *, on_event: EventCallback | None = None) -> RunResult:
+        """Run `request`; `on_event` gets every job event, on the caller's event loop."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the runs in progress and release resources; `run` fails afterwards."""
+        ...
+
+
+class RunnerBackend:
+    """`AnsibleBackend` on ansible-runner's Python API, one worker thread per run.
+
+    `env` holds variables set for every run on top of the operator's environment (the
+    `--ansible-roles-path` / `--ansible-collections-path` flags); `max_workers` bounds
+    the runs in progress (the engine's own limits are normally lower).
+    """
+
+    def __init__(
+        self,
+        base_dir: Path,
+        *,
+        log_events: LogEvents = "tasks",
+        debug_logs: bool = False,
+        logger: logging.Logger | None = None,
+        env: Mapping[str, str] | None = None,
+        max_workers: int = 64,
+    ) -> None:
+        self.base_dir = base_dir
+        self._log_events = log_events
+        self._debug_logs = debug_logs
+        self._logger = logger or logging.getLogger("runner.ansible")
+        self._env = dict(env or {})
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ansible")
+        self._cancels: set[threading.Event] = set()
+        self._closed = False
+
+    def data_dir(self, request: RunRequest) -> Path:
+        """The private data directory of the CR `request` is about."""
+        return private_data_dir(self.base_dir, request.gvk, request.namespace, request.name)
+
+    async def run(self, request: RunRequest, *, on_event: EventCallback | None = None) -> RunResult:
+        if self._closed:
+            raise AnsibleRunError("the Ansible backend is closed")
+        loop = asyncio.get_running_loop()
+        cancel = threading.Event()
+        deliver = None if on_event is None else _deliverer(loop, on_event, self._logger)
+        self._cancels.add(cancel)
+        try:
+            future = loop.run_in_executor(
+                self._executor, lambda: self._run_blocking(request, cancel, deliver)
+            )
+        except RuntimeError as exc:  # the executor was shut down meanwhile
+            self._cancels.discard(cancel)
+            raise AnsibleRunError("the Ansible backend is closed") from exc
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.set()
+            # Let ansible-playbook die and the artifacts settle before giving up.
+            await asyncio.wait([future])
+            if not future.cancelled():
+                future.exception()  # retrieved: the cancellation is what we report
+            raise
+        finally:
+            self._cancels.discard(cancel)
+
+    async def close(self) -> None:
+        self._closed = True
+        for cancel in list(self._cancels):
+            cancel.set()
+        await asyncio.to_thread(self._executor.shutdown, wait=True)
+
+    # -- the worker thread --------------------------------------------------------------
+
+    def _run_blocking(
+        self,
+        request: RunRequest,
+        cancel: threading.Event,
+        deliver: EventCallback | None,
+    ) -> RunResult:
+        data_dir = self.data_dir(request)
+        environ = {**os.environ, **self._env}
+        log = _RunLog(self._logger, request, log_events=self._log_events, debug=self._debug_logs)
+        collector = EventCollector()
+
+        def handle(event: dict[str, Any]) -> bool:
+            # An exception here would abort ansible-runner with ansible-playbook running.
+            try:
+                collector.add(event)
+                log.event(event)
+                if deliver is not None:
+                    deliver(event)
+            except Exception:
+                self._logger.exception("handling an Ansible event failed")
+            return True  # ansible-runner then writes it to job_events/
+
+        if cancel.is_set():  # stopped while waiting for a worker thread
+            raise AnsibleRunError("the Ansible run was stopped")
+        started = time.monotonic()
+        write_inputs(data_dir, request, environ=environ)
+        config_kwargs = runner_config(request, data_dir=data_dir, environ=environ)
+        config_kwargs["envvars"] = _run_env(self._env, config_kwargs["envvars"], environ)
+        try:
+            config = RunnerConfig(**config_kwargs)
+            config.prepare()
+            config.pexpect_timeout = _CANCEL_POLL_SECONDS
+            ansible = Runner(config, event_handler=handle, cancel_callback=cancel.is_set)
+            status, rc = ansible.run()
+        except Exception as exc:
+            raise AnsibleRunError(f"ansible-runner could not run: {exc}") from exc
+        finally:
+            self._finish_artifacts(data_dir, request)
+
+        result = collector.result()
+        log.finished(status=status, rc=rc, result=result, seconds=time.monotonic() - started)
+        if status == "canceled":
+            raise AnsibleRunError("the Ansible run was stopped")
+        if not result.has_stats:
+            stdout = _read_stdout(data_dir, request.ident)
+            raise AnsibleRunError(f"{NO_STATS_ERROR}: {_no_stats_reason(stdout, rc)}")
+        return result
+
+    def _finish_artifacts(self, data_dir: Path, request: RunRequest) -> None:
+        if not (data_dir / artifacts.ARTIFACTS / request.ident).is_dir():
+            return
+        try:
+            artifacts.link_latest(data_dir, request.ident)
+            artifacts.rotate(data_dir, keep=request.max_artifacts)
+        except OSError:
+            self._logger.exception("rotating the artifacts of %s failed", data_dir)
+
+
+def write_inputs(data_dir: Path, request: RunRequest, *, environ: Mapping[str, str]) -> None:
+    """Write the input directory of `request` (see `inputs.py`); `AnsibleRunError` if not.
+
+    A missing role or playbook is reported here, before anything is started, with the
+    original's load-time wording.
+    """
+    if request.role is not None and not request.role.is_dir():
+        raise AnsibleRunError(f"role: {request.role} was not found")
+    if request.playbook is not None and not request.playbook.is_file():
+        raise AnsibleRunError(f"playbook: {request.playbook} was not found")
+    files = render_inputs(request, environ=environ)
+    try:
+        for sub in ("env", "project", artifacts.ARTIFACTS):
+            (data_dir / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+        for relative in MANAGED_FILES:
+            if relative not in files:
+                (data_dir / relative).unlink(missing_ok=True)
+        _write_inventory(data_dir, inventory_source(environ), files)
+        for relative, content in files.items():
+            _write_file(data_dir / relative, content)
+        for relative, source in input_copies(request).items():
+            shutil.copyfile(source, data_dir / relative)
+    except OSError as exc:
+        raise AnsibleRunError(f"cannot write the ansible-runner input directory: {exc}") from exc
+
+
+# -- internals ------------------------------------------------------------------------
+
+
+def _write_inventory(data_dir: Path, source: Path | None, files: Mapping[str, str]) -> None:
+    """A fresh `inventory/`: the generated hosts file, or a copy of `ANSIBLE_INVENTORY`."""
+    inventory = data_dir / Path(HOSTS_FILE).parent
+    shutil.rmtree(inventory, ignore_errors=True)
+    inventory.mkdir(mode=0o700)
+    if source is None:
+        return  # inventory/hosts is among `files`
+    if source.is_dir():
+        shutil.copytree(source, inventory, dirs_exist_ok=True)
+    elif source.is_file():
+        shutil.copy2(source, data_dir / HOSTS_FILE)
+    else:
+        raise AnsibleRunError(f"ANSIBLE_INVENTORY: {source} was not found")
+
+
+def _write_file(path: Path, content: str) -> None:
+    # Extra-vars carry the CR's spec, which may hold secrets: owner-only.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(content)
+
+
+def _run_env(
+    operator_env: Mapping[str, str], run_env: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """Variables added to the operator's environment for ansible-playbook.
+
+    ansible-runner starts `ansible-playbook` from `PATH`; an operator started as
+    `.venv/bin/ansible-operator` without an activated venv finds it next to its Python.
+    """
+    env = {**operator_env, **run_env}
+    path = environ.get("PATH", os.defpath)
+    if shutil.which("ansible-playbook", path=path) is None:
+        bindir = Path(sys.executable).parent
+        if (bindir / "ansible-playbook").exists():
+            env["PATH"] = f"{bindir}{os.pathsep}{path}"
+    return env
+
+
+def _deliverer(
+    loop: asyncio.AbstractEventLoop, on_event: EventCallback, logger: logging.Logger
+) -> EventCallback:
+    """Call `on_event` on `loop`'s thread, in event order, whatever thread emits."""
+
+    def call(event: dict[str, Any]) -> None:
+        try:
+            on_event(event)
+        except Exception:
+            logger.exception("an Ansible event callback failed")
+
+    def deliver(event: dict[str, Any]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
+            loop.call_soon_threadsafe(call, event)
+
+    return deliver
+
+
+def _read_stdout(data_dir: Path, ident: str) -> str:
+    try:
+        return (data_dir / artifacts.ARTIFACTS / ident / "stdout").read_text(
+            encoding="utf-8", errors="replace"
+        )
+    except OSError:
+        return ""
+
+
+def _no_stats_reason(stdout: str, rc: int | None) -> str:
+    """Ansible's own error from a run that stopped before its stats, for a condition.
+
+    The `[ERROR]:` (or older `ERROR!`) line and its `Origin:` line up to the next blank
+    line; else the last lines of output; else the exit code.
+    """
+    lines = [_ANSI.sub("", line).rstrip() for line in stdout.splitlines()]
+    for index, line in enumerate(lines):
+        prefix = next((p for p in _ERROR_PREFIXES if line.startswith(p)), None)
+        if prefix is None:
+            continue
+        reason = [line[len(prefix) :]]
+        for following in lines[index + 1 : index + _REASON_LINES]:
+            if not following.strip():
+                break
+            reason.append(following)
+        return "\n".join(reason)
+    tail = [line for line in lines if line.strip()][-5:]
+    if tail:
+        return "\n".join(tail)
+    return f"ansible-playbook exited with code {rc}"
+
+
+class _RunLog:
+    """What one run prints, per `--ansible-log-events` and `ANSIBLE_DEBUG_LOGS`."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        request: RunRequest,
+        *,
+        log_events: LogEvents,
+        debug: bool,
+    ) -> None:
+        self._logger = logger
+        self._log_events = log_events
+        self._debug = debug
+        cr = f"{request.namespace}/{request.name}" if request.namespace else request.name
+        self._prefix = f"[{request.gvk.kind} {cr} job={request.ident}]"
+        self._extra = {
+            "job": request.ident,
+            "gvk": str(request.gvk),
+            "cr_namespace": request.namespace,
+            "cr_name": request.name,
+        }
+
+    def event(self, event: Mapping[str, Any]) -> None:
+        if self._log_events == "everything":
+            self._everything(event)
+        elif self._log_events == "tasks":
+            self._task(event)
+        if self._debug:
+            stdout = event.get("stdout")
+            if isinstance(stdout, str) and stdout:
+                self._logger.info("%s %s", self._prefix, _ANSI.sub("", stdout), extra=self._extra)
+
+    def finished(self, *, status: str, rc: int | None, result: RunResult, seconds: float) -> None:
+        self._logger.debug(
+            "%s ansible-runner %s (rc %s) in %.2fs: ok=%d changed=%d failures=%d",
+            self._prefix,
+            status,
+            rc,
+            seconds,
+            result.ok,
+            result.changed,
+            result.failures,
+            extra=self._extra,
+        )
+
+    def _everything(self, event: Mapping[str, Any]) -> None:
+        data = event.get("event_data")
+        self._logger.info(
+            "%s event %s %s",
+            self._prefix,
+            event.get("event"),
+            json.dumps(data if isinstance(data, Mapping) else {}, default=str, sort_keys=True),
+            extra=self._extra,
+        )
+
+    def _task(self, event: Mapping[str, Any]) -> None:
+        outcome = _RESULT_EVENTS.get(str(event.get("event")))
+        data = event.get("event_data")
+        if outcome is None or not isinstance(data, Mapping):
+            return
+        res = data.get("res")
+        res = res if isinstance(res, Mapping) else {}
+        level = logging.INFO
+        if outcome == "ok" and res.get("changed") is True:
+            outcome = "changed"
+        elif outcome == "failed":
+            ignored = data.get("ignore_errors") is True
+            outcome = "failed (ignored)" if ignored else "failed"
+            level = logging.WARNING if ignored else logging.ERROR
+        elif outcome == "unreachable":
+            level = logging.ERROR
+        msg = res.get("msg")
+        shows_msg = outcome not in ("ok", "changed", "skipped") or _is_debug(
+            data.get("task_action")
+        )
+        detail = f": {msg}" if shows_msg and isinstance(msg, str) and msg else ""
+        self._logger.log(
+            level,
+            "%s task %s: %s (%s)%s",
+            self._prefix,
+            outcome,
+            data.get("task", ""),
+            data.get("task_action", ""),
+            detail,
+            extra=self._extra,
+        )
+
+
+def _is_debug(action: Any) -> bool:
+    return action in ("debug", "ansible.builtin.debug", "ansible.legacy.debug")

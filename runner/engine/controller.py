@@ -1,0 +1,141 @@
+"""One controller per watch: informer events -> predicates -> work queue -> workers.
+
+Workers take keys from the queue (a key is never processed twice at once), run the
+reconciler inside the global concurrency limit, and apply controller-runtime's table:
+error -> rate-limited requeue (a requeue-after is ignored); requeue_after -> forget and
+add after the delay; success -> forget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runner.engine.informer import Informer
+from runner.engine.predicates import should_reconcile
+from runner.engine.queue import WorkQueue
+from runner.ansible.backend import AnsibleBackend
+from runner.engine.reconciler import Outcome, Reconciler, RunSettings
+from runner.k8s.client import KubeClient
+from runner.structs import NamespacedName
+from runner.watches import Watch
+
+log = logging.getLogger("ansible-operator.controller")
+
+
+def object_key(obj: Mapping[str, Any]) -> NamespacedName:
+    meta = obj.get("metadata") or {}
+    return NamespacedName(namespace=str(meta.get("namespace") or ""), name=str(meta["name"]))
+
+
+class Controller:
+    """Watches one primary GVK and keeps its CRs reconciled."""
+
+    def __init__(
+        self,
+        *,
+        watch: Watch,
+        client: KubeClient,
+        backend: AnsibleBackend,
+        settings: RunSettings,
+        namespaces: Sequence[str] | None,
+        global_limit: asyncio.Semaphore | None = None,
+    ) -> None:
+        self.watch = watch
+        self.name = f"{watch.gvk.kind}-{watch.gvk.version}-controller".lower()
+        self.queue: WorkQueue[NamespacedName] = WorkQueue()
+        # The selector is applied by the predicates (as the original does), so the
+        # informer sees every object and notices labels that start to match.
+        self.informer = Informer(
+            client, watch.gvk, namespaces=namespaces, label_selector=None, on_event=self._on_event
+        )
+        self.reconciler = Reconciler(
+            watch=watch, client=client, backend=backend, settings=settings, read=self.informer.get
+        )
+        self._workers = max(1, watch.max_concurrent_reconciles)
+        self._global_limit = global_limit
+        self._tasks: list[asyncio.Task[None]] = []
+        self.active = 0
+        self.reconciles = 0
+
+    def _on_event(self, event: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if should_reconcile(
+            event,
+            new,
+            old,
+            selector=self.watch.selector,
+            watch_annotations=self.watch.watch_annotations_changes,
+        ):
+            self.queue.add(object_key(new))
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self.informer.run(), name=f"{self.name}-informer"))
+        for index in range(self._workers):
+            self._tasks.append(
+                asyncio.create_task(self._worker(), name=f"{self.name}-worker-{index}")
+            )
+        log.info("started %s with %d workers", self.name, self._workers)
+
+    async def wait_synced(self) -> None:
+        await self.informer.synced.wait()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                if self._global_limit is None:
+                    outcome = await self._reconcile(key)
+                else:
+                    async with self._global_limit:
+                        outcome = await self._reconcile(key)
+                self._apply(key, outcome)
+            finally:
+                self.queue.done(key)
+
+    async def _reconcile(self, key: NamespacedName) -> Outcome:
+        self.active += 1
+        try:
+            return await self.reconciler.reconcile(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # a broken CR must never stop the controller
+            log.exception("reconcile of %s %s raised", self.watch.gvk.kind, key)
+            return Outcome(error=f"{type(err).__name__}: {err}")
+        finally:
+            self.active -= 1
+            self.reconciles += 1
+
+    def _apply(self, key: NamespacedName, outcome: Outcome) -> None:
+        if outcome.error is not None:
+            delay = self.queue.add_rate_limited(key)
+            log.info(
+                "requeue %s %s in %.1f s after error (retry %d)",
+                self.watch.gvk.kind,
+                key,
+                delay,
+                self.queue.num_requeues(key),
+            )
+            return
+        self.queue.forget(key)
+        if outcome.requeue_after is not None:
+            self.queue.add_after(key, outcome.requeue_after)
+
+    async def stop(self, *, timeout: float) -> None:
+        """Stop taking work; let reconciles in flight finish for up to `timeout` s."""
+        self.informer.stop()
+        self.queue.shutdown()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.active and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if self.active:
+            log.warning("%s: %d reconciles cut off after %.0f s", self.name, self.active, timeout)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()

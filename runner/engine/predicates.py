@@ -1,0 +1,48 @@
+"""Which informer events on a primary resource deserve a reconcile (pure).
+
+The Go operator reconciles a primary when its generation changed (or it has none),
+optionally when its annotations changed, and only when its labels match the watch's
+selector. We add one case it misses: an object whose labels start to match is new to us.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runner.labelselector import LabelSelector, selector_matches
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = (obj or {}).get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    labels = _meta(obj).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def should_reconcile(
+    event: str,
+    new: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    *,
+    selector: LabelSelector | None,
+    watch_annotations: bool,
+) -> bool:
+    """True when the event should put the object's key on the work queue."""
+    matches = selector_matches(selector, _labels(new))
+    if event == "DELETED":
+        return matches
+    if not matches:
+        return False
+    if event == "ADDED" or old is None:
+        return True
+    if not selector_matches(selector, _labels(old)):
+        return True
+    new_meta, old_meta = _meta(new), _meta(old)
+    generation = new_meta.get("generation")
+    if generation is None or generation != old_meta.get("generation"):
+        return True
+    return watch_annotations and new_meta.get("annotations") != old_meta.get("annotations")

@@ -1,0 +1,317 @@
+"""One reconcile of one custom resource: the Go operator's reconcile loop, step by step.
+
+read CR -> skip deletions we do not own -> add our finalizer -> per-CR annotations ->
+Running condition -> extra-vars -> Ansible run -> finalizer removal -> final conditions
+-> what to do next (an `Outcome` the controller applies to its work queue).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner.ansible.backend import AnsibleBackend
+from runner.ansible.events import RunResult
+from runner.ansible.inputs import RunRequest
+from runner.durations import parse_duration
+from runner.errors import AnsibleRunError
+from runner.k8s.client import KubeClient
+from runner.k8s.errors import APIError, Conflict, NotFound
+from runner.status import conditions
+from runner.structs import NamespacedName
+from runner.vars import build_extra_vars
+from runner.watches import Watch
+
+log = logging.getLogger("ansible-operator.reconciler")
+
+ANNOTATION_PREFIX = "ansible.sdk.operatorframework.io/"
+PERIOD_ANNOTATION = ANNOTATION_PREFIX + "reconcile-period"
+VERBOSITY_ANNOTATION = ANNOTATION_PREFIX + "verbosity"
+ARTIFACTS_ANNOTATION = ANNOTATION_PREFIX + "max-runner-artifacts"
+# A CR deleted while its normal run was going is looked at again this soon (as the
+# original does) so that its finalizer runs.
+DELETED_DURING_RUN_DELAY = 5.0
+_STATUS_WRITE_ATTEMPTS = 5
+
+Reader = Callable[[NamespacedName], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the controller does with the key afterwards (controller-runtime's Result)."""
+
+    requeue_after: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Operator-wide settings every reconcile needs."""
+
+    kubeconfig: str | None = None
+    ansible_args: str = ""
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _PerCR:
+    """Watch settings after the CR's own annotations are applied."""
+
+    period: float
+    verbosity: int
+    max_artifacts: int
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return dict(meta) if isinstance(meta, Mapping) else {}
+
+
+def per_cr_settings(watch: Watch, obj: Mapping[str, Any]) -> _PerCR:
+    """Apply the per-CR annotations; raise ValueError naming the bad annotation."""
+    annotations = _meta(obj).get("annotations") or {}
+    period = watch.reconcile_period
+    verbosity = watch.ansible_verbosity
+    max_artifacts = watch.max_runner_artifacts
+    if PERIOD_ANNOTATION in annotations:
+        try:
+            period = parse_duration(str(annotations[PERIOD_ANNOTATION]))
+        except ValueError as err:
+            raise ValueError(f"Unable to parse reconcile period annotation: {err}") from None
+    if VERBOSITY_ANNOTATION in annotations:
+        try:
+            verbosity = max(0, min(7, int(str(annotations[VERBOSITY_ANNOTATION]))))
+        except ValueError:
+            log.warning("ignoring invalid %s annotation", VERBOSITY_ANNOTATION)
+    if ARTIFACTS_ANNOTATION in annotations:
+        try:
+            max_artifacts = max(1, int(str(annotations[ARTIFACTS_ANNOTATION])))
+        except ValueError:
+            log.warning("ignoring invalid %s annotation", ARTIFACTS_ANNOTATION)
+    return _PerCR(period=period, verbosity=verbosity, max_artifacts=max_artifacts)
+
+
+class Reconciler:
+    """Reconciles the CRs of one watch."""
+
+    def __init__(
+        self,
+        *,
+        watch: Watch,
+        client: KubeClient,
+        backend: AnsibleBackend,
+        settings: RunSettings,
+        read: Reader,
+    ) -> None:
+        self.watch = watch
+        self._client = client
+        self._backend = backend
+        self._settings = settings
+        self._read = read
+
+    async def reconcile(self, key: NamespacedName) -> Outcome:
+        started = time.monotonic()
+        obj = self._read(key)
+        if obj is None:
+            log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
+            return Outcome()
+        meta = _meta(obj)
+        finalizer = self.watch.finalizer
+        finalizers = list(meta.get("finalizers") or [])
+        deleting = bool(meta.get("deletionTimestamp"))
+        if deleting and (finalizer is None or finalizer.name not in finalizers):
+            log.debug("%s %s is being deleted without our finalizer", self.watch.gvk.kind, key)
+            return Outcome()
+        if finalizer is not None and not deleting and finalizer.name not in finalizers:
+            try:
+                obj = await self._set_finalizers(obj, [*finalizers, finalizer.name])
+            except NotFound:
+                return Outcome()
+
+        try:
+            per_cr = per_cr_settings(self.watch, obj)
+        except ValueError as err:
+            await self._write_status(key, lambda st: self._failed(st, str(err), None))
+            return Outcome(error=str(err))
+
+        if self.watch.manage_status:
+            await self._write_status(key, lambda st: conditions.running(st, now=_now()))
+
+        log.info("reconcile %s %s: running Ansible", self.watch.gvk.kind, key)
+        try:
+            result = await self._backend.run(self._request(obj, per_cr, deleting=deleting))
+        except AnsibleRunError as err:
+            message = f"Unable to run reconciliation: {err}"
+            await self._write_status(key, lambda st: self._failed(st, message, None))
+            return Outcome(error=message)
+
+        outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
+        log.info(
+            "reconcile %s %s: %s in %.2f s (ok=%d changed=%d failed=%d)",
+            self.watch.gvk.kind,
+            key,
+            "failed" if outcome.error else "succeeded",
+            time.monotonic() - started,
+            result.ok,
+            result.changed,
+            result.failures,
+        )
+        return outcome
+
+    async def _finish(
+        self,
+        key: NamespacedName,
+        obj: Mapping[str, Any],
+        result: RunResult,
+        per_cr: _PerCR,
+        *,
+        deleting: bool,
+    ) -> Outcome:
+        if result.error is not None:
+            # No stats: nothing trustworthy to report; the status is left as it is.
+            log.error("reconcile %s %s: %s", self.watch.gvk.kind, key, result.error)
+            return Outcome(error=result.error)
+        ansible_result = conditions.AnsibleResult(
+            ok=result.ok,
+            changed=result.changed,
+            skipped=result.skipped,
+            failures=result.failures,
+            completion=result.completion or _now(),
+        )
+        if result.failed:
+            for task in result.failed_tasks:
+                log.error("task failed: %s: %s", task.task, task.msg)
+            message = result.failure_message
+            await self._write_status(key, lambda st: self._failed(st, message, ansible_result))
+            return Outcome(error=message)
+
+        if deleting and self.watch.finalizer is not None:
+            await self._remove_finalizer(key, self.watch.finalizer.name)
+            return Outcome()
+
+        current = await self._write_status(
+            key, lambda st: conditions.succeeded(st, result=ansible_result, now=_now())
+        )
+        if current is not None and _meta(current).get("deletionTimestamp"):
+            return Outcome(requeue_after=DELETED_DURING_RUN_DELAY)
+        if result.requeue_after is not None:
+            return Outcome(requeue_after=result.requeue_after)
+        return Outcome(requeue_after=per_cr.period if per_cr.period > 0 else None)
+
+    def _failed(
+        self,
+        status: Mapping[str, Any] | None,
+        message: str,
+        result: conditions.AnsibleResult | None,
+    ) -> dict[str, Any]:
+        return conditions.failed(status, message=message, result=result, now=_now())
+
+    def _request(self, obj: Mapping[str, Any], per_cr: _PerCR, *, deleting: bool) -> RunRequest:
+        watch = self.watch
+        meta = _meta(obj)
+        finalizer = watch.finalizer if deleting else None
+        role, playbook = watch.role, watch.playbook
+        if finalizer is not None and (finalizer.role or finalizer.playbook):
+            role, playbook = finalizer.role, finalizer.playbook
+        extravars = build_extra_vars(
+            obj=obj,
+            group=watch.gvk.group,
+            kind=watch.gvk.kind,
+            snake_case=watch.snake_case_parameters,
+            mark_unsafe=watch.mark_unsafe,
+            watch_vars=watch.vars,
+            finalizer_vars=finalizer.vars if finalizer is not None else None,
+        )
+        envvars: dict[str, str] = {}
+        if self._settings.kubeconfig:
+            envvars = {
+                "K8S_AUTH_KUBECONFIG": self._settings.kubeconfig,
+                "KUBECONFIG": self._settings.kubeconfig,
+            }
+        return RunRequest(
+            gvk=watch.gvk,
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            extravars=extravars,
+            role=Path(role) if role else None,
+            playbook=Path(playbook) if playbook else None,
+            verbosity=per_cr.verbosity,
+            cmdline=self._settings.ansible_args,
+            envvars=envvars,
+            max_artifacts=per_cr.max_artifacts,
+        )
+
+    # -- API writes -----------------------------------------------------------------
+
+    async def _set_finalizers(self, obj: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+        meta = _meta(obj)
+        # The resourceVersion makes the merge patch fail on a concurrent change instead of
+        # silently dropping someone else's finalizer.
+        return await self._client.patch(
+            self.watch.gvk,
+            name=str(meta["name"]),
+            namespace=meta.get("namespace") or None,
+            body={
+                "metadata": {"finalizers": names, "resourceVersion": meta.get("resourceVersion")}
+            },
+        )
+
+    async def _remove_finalizer(self, key: NamespacedName, name: str) -> None:
+        for _ in range(_STATUS_WRITE_ATTEMPTS):
+            try:
+                obj = await self._get(key)
+                finalizers = list(_meta(obj).get("finalizers") or [])
+                if name not in finalizers:
+                    return
+                await self._set_finalizers(obj, [f for f in finalizers if f != name])
+                log.info("removed finalizer %s from %s %s", name, self.watch.gvk.kind, key)
+                return
+            except NotFound:
+                return
+            except Conflict:
+                continue
+        raise APIError(409, "Conflict", f"could not remove finalizer {name} from {key}", {})
+
+    async def _get(self, key: NamespacedName) -> dict[str, Any]:
+        return await self._client.get(
+            self.watch.gvk, name=key.name, namespace=key.namespace or None
+        )
+
+    async def _write_status(
+        self,
+        key: NamespacedName,
+        update: Callable[[Mapping[str, Any] | None], dict[str, Any]],
+    ) -> dict[str, Any] | None:
+        """Read the latest CR, apply `update` to its status, PUT /status; retry conflicts.
+
+        Reading first keeps whatever the role wrote into the status itself."""
+        if not self.watch.manage_status:
+            return None
+        for _ in range(_STATUS_WRITE_ATTEMPTS):
+            try:
+                obj = await self._get(key)
+            except NotFound:
+                return None
+            new_status = update(obj.get("status") if isinstance(obj.get("status"), Mapping) else None)
+            if new_status == obj.get("status"):
+                return obj
+            try:
+                return await self._client.replace_status(
+                    self.watch.gvk, obj={**obj, "status": new_status}
+                )
+            except NotFound:
+                return None
+            except Conflict:
+                continue
+        log.warning("status of %s %s kept conflicting; not written", self.watch.gvk.kind, key)
+        return None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+

@@ -1,0 +1,28 @@
+"""The one edge where the runtime talks to the Kubernetes API.
+
+Everything above this package sees raw JSON dicts and our own `APIError` tree; nothing
+above it imports kubernetes_asyncio or aiohttp's client errors.
+"""
+
+from runner.k8s.client import APIResource, KubeClient
+from runner.k8s.errors import (
+    APIError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    Unavailable,
+)
+
+__all__ = [
+    "APIError",
+    "APIResource",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "KubeClient",
+    "NotFound",
+    "Unavailable",
+]

@@ -1,0 +1,249 @@
+"""Kubernetes label selectors: parsed from watches.yaml, matched against labels.
+
+A watch's `selector` limits which primary resources are reconciled. The Go operator only
+noticed a malformed selector when it built the controller; here it is checked when
+watches.yaml is loaded (operators, values, key and value syntax), and matching is a pure
+function with the semantics of `metav1.LabelSelectorAsSelector`:
+
+* all `matchLabels` pairs and all `matchExpressions` must hold;
+* `In`: the key is present and its value is listed; `NotIn`: the key is absent or its
+  value is not listed; `Exists` / `DoesNotExist`: presence only;
+* an empty selector matches everything, and so does no selector at all (`None`).
+
+It also holds the two helpers every watches.yaml mapping is read with: `FieldError` (a
+problem located by its path inside an entry) and `normalize_keys` (field names matched
+case-insensitively, as Go's encoding/json did for the original).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "OPERATORS",
+    "FieldError",
+    "FieldPath",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "describe",
+    "normalize_keys",
+    "parse_label_selector",
+    "selector_matches",
+]
+
+IN: Final = "In"
+NOT_IN: Final = "NotIn"
+EXISTS: Final = "Exists"
+DOES_NOT_EXIST: Final = "DoesNotExist"
+OPERATORS: Final = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
+
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_NAME_MAX = 63
+_PREFIX_MAX = 253
+
+FieldPath = tuple[str | int, ...]
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),  # before int: bool is an int in Python
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (Mapping, "mapping"),
+    (list, "list"),
+)
+
+
+class FieldError(ValueError):
+    """A problem with one field, located by its path (`("selector", "matchLabels", "app")`)."""
+
+    def __init__(self, path: FieldPath, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{self.key}: {problem}" if path else problem)
+
+    @property
+    def key(self) -> str:
+        """The path for people: `selector.matchExpressions[0].operator`."""
+        text = ""
+        for part in self.path:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text
+
+
+def describe(value: object) -> str:
+    """A value as a message shows it: its YAML type and a JSON rendering, kept short."""
+    if value is None:
+        return "null"
+    kind = type(value).__name__
+    for python_type, name in _KINDS:
+        if isinstance(value, python_type):
+            kind = name
+            break
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{kind} {text}"
+
+
+def normalize_keys(
+    raw: Mapping[Any, Any], known: Sequence[str], *, path: FieldPath
+) -> dict[str, Any]:
+    """Map field names to their canonical spelling; reject unknown and repeated ones.
+
+    The Go operator decoded watches.yaml through encoding/json, which matches field names
+    case-insensitively (`Kind:` works like `kind:`); that is kept. Unknown names were
+    silently ignored there; here they are an error naming the known ones.
+    """
+    canonical = {name.casefold(): name for name in known}
+    fields: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = canonical.get(key.casefold()) if isinstance(key, str) else None
+        if name is None:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise FieldError(
+                (*path, str(key)), f"unknown key; {hint}known keys: {', '.join(known)}"
+            )
+        if name in fields:
+            raise FieldError((*path, str(key)), f"given twice (also as {name!r})")
+        fields[name] = value
+    return fields
+
+
+@dataclass(frozen=True)
+class LabelSelectorRequirement:
+    """One `matchExpressions` item."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == IN:
+            return present and labels[self.key] in self.values
+        if self.operator == NOT_IN:
+            return not present or labels[self.key] not in self.values
+        if self.operator == EXISTS:
+            return present
+        if self.operator == DOES_NOT_EXIST:
+            return not present
+        raise ValueError(f"unknown label selector operator {self.operator!r}")
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A Kubernetes LabelSelector; the empty selector matches every object."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether an object with these labels is selected."""
+        for key, value in self.match_labels.items():
+            if key not in labels or labels[key] != value:
+                return False
+        return all(requirement.matches(labels) for requirement in self.match_expressions)
+
+
+def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """Like `LabelSelector.matches`; `None` (no selector) matches everything."""
+    return selector is None or selector.matches(labels)
+
+
+def _check_key(path: FieldPath, key: object) -> str:
+    if not isinstance(key, str):
+        raise FieldError(path, f"label key must be a string, got {describe(key)}")
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > _PREFIX_MAX or not _DNS_SUBDOMAIN.match(prefix)):
+        raise FieldError(
+            path,
+            f"invalid label key {key!r}: the prefix must be a DNS subdomain"
+            f" (lower case alphanumerics, '-' and '.', at most {_PREFIX_MAX} characters)",
+        )
+    if not name or len(name) > _NAME_MAX or not _NAME.match(name):
+        raise FieldError(
+            path,
+            f"invalid label key {key!r}: the name must be at most {_NAME_MAX} alphanumerics,"
+            " '-', '_' or '.', starting and ending with an alphanumeric",
+        )
+    return key
+
+
+def _check_value(path: FieldPath, value: object) -> str:
+    if not isinstance(value, str):
+        raise FieldError(
+            path, f"label value must be a string, got {describe(value)} (quote it in the YAML)"
+        )
+    if value and (len(value) > _NAME_MAX or not _NAME.match(value)):
+        raise FieldError(
+            path,
+            f"invalid label value {value!r}: at most {_NAME_MAX} alphanumerics, '-', '_'"
+            " or '.', starting and ending with an alphanumeric",
+        )
+    return value
+
+
+def _parse_requirement(path: FieldPath, item: object) -> LabelSelectorRequirement:
+    if not isinstance(item, Mapping):
+        raise FieldError(
+            path, f"expected a mapping with key, operator, values; got {describe(item)}"
+        )
+    fields = normalize_keys(item, ("key", "operator", "values"), path=path)
+    if fields.get("key") in (None, ""):
+        raise FieldError((*path, "key"), "is required")
+    key = _check_key((*path, "key"), fields["key"])
+    operator = fields.get("operator")
+    if not isinstance(operator, str) or operator not in OPERATORS:
+        raise FieldError(
+            (*path, "operator"),
+            f"invalid operator {describe(operator)} (valid operators: {', '.join(OPERATORS)})",
+        )
+    raw_values = fields.get("values")
+    if raw_values is None:
+        raw_values = []
+    if not isinstance(raw_values, list):
+        raise FieldError((*path, "values"), f"expected a list, got {describe(raw_values)}")
+    values = tuple(_check_value((*path, "values", i), v) for i, v in enumerate(raw_values))
+    if operator in (IN, NOT_IN) and not values:
+        raise FieldError((*path, "values"), f"operator {operator} needs at least one value")
+    if operator in (EXISTS, DOES_NOT_EXIST) and values:
+        raise FieldError(
+            (*path, "values"), f"operator {operator} takes no values, got {describe(raw_values)}"
+        )
+    return LabelSelectorRequirement(key=key, operator=operator, values=values)
+
+
+def parse_label_selector(raw: object, *, path: FieldPath = ()) -> LabelSelector:
+    """Build and validate a LabelSelector from its YAML/JSON form; raises FieldError."""
+    if not isinstance(raw, Mapping):
+        raise FieldError(
+            path, f"expected a mapping with matchLabels/matchExpressions, got {describe(raw)}"
+        )
+    fields = normalize_keys(raw, ("matchLabels", "matchExpressions"), path=path)
+    labels_raw = fields.get("matchLabels")
+    if labels_raw is None:
+        labels_raw = {}
+    if not isinstance(labels_raw, Mapping):
+        raise FieldError((*path, "matchLabels"), f"expected a mapping, got {describe(labels_raw)}")
+    match_labels: dict[str, str] = {}
+    for key, value in labels_raw.items():
+        where = (*path, "matchLabels", str(key))
+        match_labels[_check_key(where, key)] = _check_value(where, value)
+    expressions_raw = fields.get("matchExpressions")
+    if expressions_raw is None:
+        expressions_raw = []
+    if not isinstance(expressions_raw, list):
+        raise FieldError(
+            (*path, "matchExpressions"), f"expected a list, got {describe(expressions_raw)}"
+        )
+    expressions = tuple(
+        _parse_requirement((*path, "matchExpressions", i), item)
+        for i, item in enumerate(expressions_raw)
+    )
+    return LabelSelector(match_labels=match_labels, match_expressions=expressions)

@@ -1,0 +1,1 @@
+"""What operators of the operator see: logs (and, later, metrics, health, Events)."""

@@ -1,0 +1,631 @@
+"""watches.yaml: which custom resources the operator reconciles, and with what.
+
+Every project written for the Go ansible-operator ships a watches.yaml; it must load here
+unchanged, with the same keys, defaults, role look-up and environment overrides (see
+shared/SPEC.md). Where the original failed late or silently (a bad selector, an unknown
+key, a typo in a bool), loading fails here, with one message naming the file, the entry
+(counted from 1), its GVK, the key, the bad value and the line:
+
+    watches.yaml: entry 2 (cache.example.com/v1alpha1, Kind=Memcached): reconcilePeriod:
+    invalid duration "5 minutes": unknown unit " minutes" in duration "5 minutes" (line 9)
+
+Compatibility details kept on purpose:
+* `$VAR` / `${VAR}` are expanded before parsing; like the original (os.Expand with a
+  look-up that keeps unknown names), an unset variable stays in the text as `${VAR}`.
+* YAML 1.1 scalars (`yes`, `True`), but dates stay strings, as they did in Go.
+* Field names match case-insensitively (the original decoded through encoding/json).
+* `maxWorkers`, `ansibleVerbosity` and `maxConcurrentReconciles` were accepted and ignored
+  by the original; they still are, and are listed in `Watch.ignored_keys` for a warning.
+* `reconcilePeriod` 0 and `maxRunnerArtifacts` 0 mean the default; a negative period is
+  kept (the original then never requeued periodically).
+
+`parse()` is pure apart from checking that roles and playbooks exist; `load()` reads the
+file and calls it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from runner.durations import parse_duration
+from runner.errors import ConfigError
+from runner.labelselector import (
+    FieldError,
+    FieldPath,
+    LabelSelector,
+    describe,
+    normalize_keys,
+    parse_label_selector,
+)
+from runner.structs import GVK
+
+__all__ = [
+    "DEFAULT_ANSIBLE_VERBOSITY",
+    "DEFAULT_COLLECTIONS_PATH",
+    "DEFAULT_MAX_CONCURRENT_RECONCILES",
+    "DEFAULT_MAX_RUNNER_ARTIFACTS",
+    "DEFAULT_RECONCILE_PERIOD",
+    "KNOWN_KEYS",
+    "Finalizer",
+    "Watch",
+    "env_suffix",
+    "expand_env",
+    "load",
+    "parse",
+    "role_candidates",
+]
+
+DEFAULT_RECONCILE_PERIOD: Final = 10 * 3600.0
+DEFAULT_MAX_RUNNER_ARTIFACTS: Final = 20
+DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 1
+DEFAULT_ANSIBLE_VERBOSITY: Final = 2
+DEFAULT_COLLECTIONS_PATH: Final = ("/usr/share/ansible/collections", "~/.ansible/collections")
+
+_BOOLS: Final = {  # key -> default
+    "manageStatus": True,
+    "watchDependentResources": True,
+    "watchClusterScopedResources": False,
+    "snakeCaseParameters": True,
+    "watchAnnotationsChanges": False,
+    "markUnsafe": False,
+}
+KNOWN_KEYS: Final = (
+    "group",
+    "version",
+    "kind",
+    "playbook",
+    "role",
+    "vars",
+    "reconcilePeriod",
+    *_BOOLS,
+    "maxRunnerArtifacts",
+    "blacklist",
+    "selector",
+    "finalizer",
+)
+_IGNORED_KEYS: Final = ("maxWorkers", "ansibleVerbosity", "maxConcurrentReconciles")
+_IGNORED_FOLDED: Final = frozenset(key.casefold() for key in _IGNORED_KEYS)
+_GVK_KEYS: Final = ("group", "version", "kind")
+_FINALIZER_KEYS: Final = ("name", "playbook", "role", "vars")
+_INTEGER: Final = re.compile(r"[+-]?[0-9]+\Z")
+_SPECIAL_VARS: Final = frozenset("*#$@!?-0123456789")
+
+
+@dataclass(frozen=True)
+class Finalizer:
+    """What runs when a CR carrying `name` is deleted; no role or playbook = the watch's."""
+
+    name: str
+    playbook: Path | None = None
+    role: Path | None = None
+    vars: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watches.yaml entry, resolved: absolute paths, durations in seconds."""
+
+    gvk: GVK
+    playbook: Path | None = None
+    role: Path | None = None  # None whenever playbook is set: the playbook wins
+    vars: dict[str, Any] = field(default_factory=dict, hash=False)
+    reconcile_period: float = DEFAULT_RECONCILE_PERIOD
+    manage_status: bool = True
+    watch_dependent_resources: bool = True
+    watch_cluster_scoped_resources: bool = False
+    snake_case_parameters: bool = True
+    watch_annotations_changes: bool = False
+    mark_unsafe: bool = False
+    max_runner_artifacts: int = DEFAULT_MAX_RUNNER_ARTIFACTS
+    blacklist: tuple[GVK, ...] = ()
+    selector: LabelSelector | None = None
+    finalizer: Finalizer | None = None
+    max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES
+    ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY
+    ignored_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Everything an entry is resolved against."""
+
+    environ: Mapping[str, str]
+    base_dir: Path
+    roles_path: tuple[Path, ...]
+    collections_path: tuple[Path, ...]
+    default_reconcile_period: float
+    default_max_concurrent_reconciles: int
+    default_ansible_verbosity: int
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 like the original's parser, except that dates stay strings as in Go."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def env_suffix(gvk: GVK) -> str:
+    """`<KIND>_<GROUP>` of the per-watch variables: upper case, dots to `_` (dashes kept)."""
+    return f"{gvk.kind}_{gvk.group}".replace(".", "_").upper()
+
+
+def _shell_name(text: str, start: int) -> tuple[str, int]:
+    """The variable name after a `$` at `start - 1`, and how many characters it spans."""
+    if text[start] == "{":
+        if len(text) - start > 2 and text[start + 1] in _SPECIAL_VARS and text[start + 2] == "}":
+            return text[start + 1], 3
+        end = text.find("}", start + 1)
+        if end == -1:
+            return "", 1  # bad syntax: "${" is dropped
+        return text[start + 1 : end], end - start + 1  # "${}" gives "" and is dropped
+    if text[start] in _SPECIAL_VARS:
+        return text[start], 1
+    end = start
+    while end < len(text) and (text[end] == "_" or (text[end].isascii() and text[end].isalnum())):
+        end += 1
+    return text[start:end], end - start
+
+
+def expand_env(text: str, environ: Mapping[str, str]) -> str:
+    """Expand `$NAME` / `${NAME}` with Go's os.Expand rules; unset names become `${NAME}`."""
+    out: list[str] = []
+    copied = 0
+    index = 0
+    while index < len(text):
+        if text[index] == "$" and index + 1 < len(text):
+            out.append(text[copied:index])
+            name, width = _shell_name(text, index + 1)
+            if name:
+                out.append(environ[name] if name in environ else "${" + name + "}")
+            elif width == 0:
+                out.append("$")  # a lone "$" stays
+            index += width
+            copied = index + 1
+        index += 1
+    out.append(text[copied:])
+    return "".join(out)
+
+
+def _search_path(
+    given: Sequence[str | os.PathLike[str]] | None,
+    variable: str,
+    default: Sequence[str],
+    *,
+    environ: Mapping[str, str],
+    base_dir: Path,
+) -> tuple[Path, ...]:
+    if given is None:
+        given = [entry for entry in environ.get(variable, "").split(":") if entry] or default
+    paths: list[Path] = []
+    home = environ.get("HOME", "")
+    for entry in (os.fspath(item) for item in given):
+        if entry == "~" or entry.startswith("~/"):
+            if not home:
+                continue  # like the original: no home directory, no home entry
+            entry = home + entry[1:]
+        paths.append(Path(os.path.normpath(base_dir / entry)))
+    return tuple(paths)
+
+
+def role_candidates(
+    name: str,
+    *,
+    base_dir: Path,
+    roles_path: Sequence[Path],
+    collections_path: Sequence[Path],
+) -> tuple[Path, ...]:
+    """Where a `role:` value is looked for, in order (the first existing one is used).
+
+    Absolute path; FQCN `ns.coll.role` in each collections path entry; each roles path
+    entry E as E/<role> then E/roles/<role>; `<base_dir>/roles/<role>`; and, as the
+    original's last resort, `<base_dir>/<role>`.
+    """
+    if os.path.isabs(name):
+        return (Path(os.path.normpath(name)),)
+    candidates: list[Path] = []
+    parts = name.split(".")
+    if len(parts) == 3 and all(parts):
+        namespace, collection, role = parts
+        candidates += [
+            entry / "ansible_collections" / namespace / collection / "roles" / role
+            for entry in collections_path
+        ]
+    for entry in roles_path:
+        candidates += [entry / name, entry / "roles" / name]
+    candidates += [base_dir / "roles" / name, base_dir / name]
+    return tuple(Path(os.path.normpath(candidate)) for candidate in candidates)
+
+
+def _string(fields: Mapping[str, Any], key: str, path: FieldPath) -> str:
+    value = fields.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise FieldError((*path, key), f"expected a string, got {describe(value)}")
+    return value
+
+
+def _bool(fields: Mapping[str, Any], key: str) -> bool:
+    value = fields.get(key)
+    if value is None:
+        return _BOOLS[key]
+    if not isinstance(value, bool):
+        raise FieldError((key,), f"expected true or false, got {describe(value)}")
+    return value
+
+
+def _json_vars(value: object, path: FieldPath) -> Any:
+    """Vars as the original saw them after its YAML-to-JSON step: string keys only."""
+    if isinstance(value, Mapping):
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, bool):
+                key = "true" if key else "false"
+            elif isinstance(key, int):
+                key = str(key)
+            elif not isinstance(key, str):
+                raise FieldError(path, f"keys must be strings, got {describe(key)}")
+            result[key] = _json_vars(item, (*path, key))
+        return result
+    if isinstance(value, list):
+        return [_json_vars(item, (*path, i)) for i, item in enumerate(value)]
+    if value is None or isinstance(value, str | int | float):
+        return value
+    raise FieldError(path, f"cannot be passed to Ansible as JSON: {describe(value)}")
+
+
+def _vars(value: object, path: FieldPath) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FieldError(path, f"expected a mapping, got {describe(value)}")
+    result: dict[str, Any] = _json_vars(value, path)
+    return result
+
+
+def _gvk(fields: Mapping[str, Any], path: FieldPath) -> GVK:
+    return GVK(
+        group=_string(fields, "group", path),
+        version=_string(fields, "version", path),
+        kind=_string(fields, "kind", path),
+    )
+
+
+def _playbook(value: str, path: FieldPath, ctx: _Context) -> Path:
+    playbook = Path(os.path.normpath(ctx.base_dir / value))
+    if not playbook.is_file():
+        problem = "is not a file" if playbook.exists() else "was not found"
+        raise FieldError(path, f"{value} {problem} (looked for {playbook})")
+    return playbook
+
+
+def _role(value: str, path: FieldPath, ctx: _Context) -> Path:
+    candidates = role_candidates(
+        value,
+        base_dir=ctx.base_dir,
+        roles_path=ctx.roles_path,
+        collections_path=ctx.collections_path,
+    )
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    looked = ", ".join(map(str, candidates))
+    raise FieldError(path, f"{value} was not found (looked in {looked})")
+
+
+def _reconcile_period(value: object, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            quoted = json.dumps(value, ensure_ascii=False)
+            raise FieldError(("reconcilePeriod",), f"invalid duration {quoted}: {exc}") from None
+    elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        seconds = float(value)  # an unquoted number: seconds (the original refused it)
+    else:
+        raise FieldError(
+            ("reconcilePeriod",), f'expected a duration such as "30s", got {describe(value)}'
+        )
+    return default if seconds == 0 else seconds
+
+
+def _max_runner_artifacts(value: object) -> int:
+    if value is None or value == 0:
+        return DEFAULT_MAX_RUNNER_ARTIFACTS  # 0 meant the default in the original too
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise FieldError(
+            ("maxRunnerArtifacts",), f"expected a non-negative integer, got {describe(value)}"
+        )
+    return value
+
+
+def _blacklist(value: object) -> tuple[GVK, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise FieldError(
+            ("blacklist",), f"expected a list of {{group, version, kind}}, got {describe(value)}"
+        )
+    result: list[GVK] = []
+    for index, item in enumerate(value):
+        path: FieldPath = ("blacklist", index)
+        if not isinstance(item, Mapping):
+            raise FieldError(
+                path, f"expected a mapping with group, version, kind, got {describe(item)}"
+            )
+        gvk = _gvk(normalize_keys(item, _GVK_KEYS, path=path), path)
+        for key in ("version", "kind"):
+            if not getattr(gvk, key):
+                raise FieldError((*path, key), f"must not be empty in {describe(dict(item))}")
+        result.append(gvk)
+    return tuple(result)
+
+
+def _finalizer(value: object, ctx: _Context) -> Finalizer | None:
+    if value is None:
+        return None
+    path: FieldPath = ("finalizer",)
+    if not isinstance(value, Mapping):
+        raise FieldError(
+            path, f"expected a mapping with name, role|playbook, vars, got {describe(value)}"
+        )
+    fields = normalize_keys(value, _FINALIZER_KEYS, path=path)
+    name = _string(fields, "name", path)
+    if not name:
+        raise FieldError((*path, "name"), f"finalizer must have name, got {describe(dict(value))}")
+    playbook_value = _string(fields, "playbook", path)
+    role_value = _string(fields, "role", path)
+    finalizer_vars = _vars(fields.get("vars"), (*path, "vars"))
+    if playbook_value:
+        return Finalizer(
+            name=name,
+            playbook=_playbook(playbook_value, (*path, "playbook"), ctx),
+            vars=finalizer_vars,
+        )
+    if role_value:
+        return Finalizer(
+            name=name, role=_role(role_value, (*path, "role"), ctx), vars=finalizer_vars
+        )
+    if not finalizer_vars:
+        raise FieldError(
+            path,
+            f"must specify Role or Playbook (or vars to run the watch's own with) for {name!r}",
+        )
+    return Finalizer(name=name, vars=finalizer_vars)
+
+
+def _env_int(environ: Mapping[str, str], name: str) -> int | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not _INTEGER.match(raw):
+        raise FieldError((f"environment variable {name}",), f"expected an integer, got {raw!r}")
+    return int(raw)
+
+
+def _max_concurrent_reconciles(gvk: GVK, ctx: _Context) -> int:
+    suffix = env_suffix(gvk)
+    value = _env_int(ctx.environ, f"MAX_CONCURRENT_RECONCILES_{suffix}")
+    if value is None:
+        value = _env_int(ctx.environ, f"WORKER_{suffix}")  # the older name
+    return ctx.default_max_concurrent_reconciles if value is None or value <= 0 else value
+
+
+def _ansible_verbosity(gvk: GVK, ctx: _Context) -> int:
+    name = f"ANSIBLE_VERBOSITY_{env_suffix(gvk)}"
+    value = _env_int(ctx.environ, name)
+    if value is None:
+        return ctx.default_ansible_verbosity
+    if not 0 <= value <= 7:
+        raise FieldError((f"environment variable {name}",), f"expected 0 to 7, got {value}")
+    return value
+
+
+def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int]) -> Watch:
+    if not isinstance(raw, Mapping):
+        raise FieldError((), f"expected a mapping, got {describe(raw)}")
+    ignored = {key for key in raw if isinstance(key, str) and key.casefold() in _IGNORED_FOLDED}
+    fields = normalize_keys({k: v for k, v in raw.items() if k not in ignored}, KNOWN_KEYS, path=())
+    gvk = _gvk(fields, ())
+    for key in ("version", "kind"):
+        if not getattr(gvk, key):
+            raise FieldError((key,), f"invalid GVK: {gvk}: {key} must not be empty")
+    if gvk in seen:
+        raise FieldError((), f"duplicate GVK: {gvk} (first defined by entry {seen[gvk]})")
+
+    playbook_value = _string(fields, "playbook", ())
+    role_value = _string(fields, "role", ())
+    playbook = role = None
+    if playbook_value:
+        playbook = _playbook(playbook_value, ("playbook",), ctx)
+    elif role_value:
+        role = _role(role_value, ("role",), ctx)
+    else:
+        raise FieldError((), "must specify Role or Playbook (neither role nor playbook is set)")
+
+    selector = fields.get("selector")
+    return Watch(
+        gvk=gvk,
+        playbook=playbook,
+        role=role,
+        vars=_vars(fields.get("vars"), ("vars",)),
+        reconcile_period=_reconcile_period(
+            fields.get("reconcilePeriod"), ctx.default_reconcile_period
+        ),
+        manage_status=_bool(fields, "manageStatus"),
+        watch_dependent_resources=_bool(fields, "watchDependentResources"),
+        watch_cluster_scoped_resources=_bool(fields, "watchClusterScopedResources"),
+        snake_case_parameters=_bool(fields, "snakeCaseParameters"),
+        watch_annotations_changes=_bool(fields, "watchAnnotationsChanges"),
+        mark_unsafe=_bool(fields, "markUnsafe"),
+        max_runner_artifacts=_max_runner_artifacts(fields.get("maxRunnerArtifacts")),
+        blacklist=_blacklist(fields.get("blacklist")),
+        selector=None if selector is None else parse_label_selector(selector, path=("selector",)),
+        finalizer=_finalizer(fields.get("finalizer"), ctx),
+        max_concurrent_reconciles=_max_concurrent_reconciles(gvk, ctx),
+        ansible_verbosity=_ansible_verbosity(gvk, ctx),
+        ignored_keys=tuple(sorted(ignored)),
+    )
+
+
+def _line(node: yaml.Node, path: FieldPath) -> int:
+    """1-based line of the deepest node of `path` found below `node` (keys: their line)."""
+    line = node.start_mark.line + 1
+    for part in path:
+        if isinstance(part, int) and isinstance(node, yaml.SequenceNode):
+            if not 0 <= part < len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
+            pairs = [(str(key.value), key, value) for key, value in node.value]
+            found = [pair for pair in pairs if pair[0] == part] or [
+                pair for pair in pairs if pair[0].casefold() == part.casefold()
+            ]
+            if not found:
+                break
+            _, key_node, node = found[0]
+            line = key_node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _header(source: str, index: int, raw: object) -> str:
+    """`<source>: entry <n> (<gvk>)`, the GVK read leniently so that every error shows it."""
+    if not isinstance(raw, Mapping):
+        return f"{source}: entry {index}"
+    found = {
+        str(key).casefold(): value
+        for key, value in raw.items()
+        if str(key).casefold() in _GVK_KEYS and isinstance(value, str)
+    }
+    gvk = GVK(found.get("group", ""), found.get("version", ""), found.get("kind", ""))
+    return (
+        f"{source}: entry {index} ({gvk})"
+        if gvk.version or gvk.kind
+        else f"{source}: entry {index}"
+    )
+
+
+def _document(text: str, source: str) -> tuple[yaml.Node | None, Any]:
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        return node, (None if node is None else loader.construct_document(node))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = "; ".join(part for part in (exc.context, exc.problem) if part)
+        raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def parse(
+    text: str,
+    *,
+    source: str,
+    environ: Mapping[str, str],
+    base_dir: Path,
+    roles_path: Sequence[str | os.PathLike[str]] | None = None,
+    collections_path: Sequence[str | os.PathLike[str]] | None = None,
+    default_reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
+    default_max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES,
+    default_ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY,
+) -> tuple[Watch, ...]:
+    """Parse and validate watches.yaml text; raise ConfigError with one precise message.
+
+    `source` names the file in messages. Relative playbooks, roles and search-path entries
+    are resolved against `base_dir` (the original used its working directory). A search
+    path left as None is read from `environ` like the original: `ANSIBLE_ROLES_PATH`, and
+    `ANSIBLE_COLLECTIONS_PATH` (default `DEFAULT_COLLECTIONS_PATH`, `~` from `HOME`).
+    """
+    if not base_dir.is_absolute():
+        raise ValueError(f"base_dir must be absolute, got {base_dir}")
+    ctx = _Context(
+        environ=environ,
+        base_dir=base_dir,
+        roles_path=_search_path(
+            roles_path, "ANSIBLE_ROLES_PATH", (), environ=environ, base_dir=base_dir
+        ),
+        collections_path=_search_path(
+            collections_path,
+            "ANSIBLE_COLLECTIONS_PATH",
+            DEFAULT_COLLECTIONS_PATH,
+            environ=environ,
+            base_dir=base_dir,
+        ),
+        default_reconcile_period=default_reconcile_period,
+        default_max_concurrent_reconciles=default_max_concurrent_reconciles,
+        default_ansible_verbosity=default_ansible_verbosity,
+    )
+    root, data = _document(expand_env(text, environ), source)
+    if root is None:
+        raise ConfigError(f"{source}: is empty; expected a list of watches")
+    if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
+        raise ConfigError(
+            f"{source}: expected a list of watches, got {describe(data)} (line {_line(root, ())})"
+        )
+    seen: dict[GVK, int] = {}
+    watches: list[Watch] = []
+    for index, (raw, node) in enumerate(zip(data, root.value, strict=True), start=1):
+        try:
+            watch = _entry(raw, ctx, seen)
+        except FieldError as exc:
+            key = f"{exc.key}: " if exc.path else ""
+            raise ConfigError(
+                f"{_header(source, index, raw)}: {key}{exc.problem} (line {_line(node, exc.path)})"
+            ) from None
+        seen[watch.gvk] = index
+        watches.append(watch)
+    return tuple(watches)
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str],
+    cwd: Path,
+    roles_path: Sequence[str | os.PathLike[str]] | None = None,
+    collections_path: Sequence[str | os.PathLike[str]] | None = None,
+    default_reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
+    default_max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES,
+    default_ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY,
+) -> tuple[Watch, ...]:
+    """Read watches.yaml (relative to `cwd`) and `parse()` it, resolving against `cwd`."""
+    source = os.fspath(path)
+    try:
+        text = (cwd / source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: watches file not found (in {cwd})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot read the watches file: {exc}") from None
+    return parse(
+        text,
+        source=source,
+        environ=environ,
+        base_dir=cwd,
+        roles_path=roles_path,
+        collections_path=collections_path,
+        default_reconcile_period=default_reconcile_period,
+        default_max_concurrent_reconciles=default_max_concurrent_reconciles,
+        default_ansible_verbosity=default_ansible_verbosity,
+    )

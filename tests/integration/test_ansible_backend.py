@@ -1,0 +1,502 @@
+"""runner.ansible.backend with real ansible-runner and ansible-playbook (no cluster needed).
+
+Roles and playbooks are written into tmp_path; every run goes through the same code the
+operator uses: data directory, events, artifacts, logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.ansible.artifacts import list_runs, read_events
+from runner.ansible.backend import LogEvents, RunnerBackend
+from runner.ansible.events import NO_STATS_ERROR, FailedTask
+from runner.ansible.inputs import RunRequest
+from runner.errors import AnsibleRunError
+from runner.structs.gvk import GVK
+
+GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
+FAST = {"ANSIBLE_GATHERING": "explicit"}  # no fact gathering: these roles need no facts
+
+HELLO_TASKS = """\
+- name: say hello
+  ansible.builtin.debug:
+    msg: "hello {{ ansible_operator_meta.name }}"
+- name: write the CR's name
+  ansible.builtin.copy:
+    dest: "{{ out_dir }}/{{ ansible_operator_meta.name }}.txt"
+    content: "{{ ansible_operator_meta.namespace }}/{{ ansible_operator_meta.name }} {{ size }}"
+"""
+
+FAILING_TASKS = """\
+- name: fails but ignored
+  ansible.builtin.command: /bin/false
+  ignore_errors: true
+- name: rescued
+  block:
+    - name: fails inside a block
+      ansible.builtin.fail:
+        msg: rescued failure
+  rescue:
+    - name: recover
+      ansible.builtin.debug:
+        msg: recovered
+- name: the real failure
+  ansible.builtin.fail:
+    msg: "boom for {{ ansible_operator_meta.name }}"
+- name: never reached
+  ansible.builtin.debug:
+    msg: unreachable
+"""
+
+ENV_TASKS = """\
+- name: write what the environment says
+  ansible.builtin.copy:
+    dest: "{{ out_dir }}/env.json"
+    content: "{{ {'kubeconfig': lookup('env', 'KUBECONFIG'),
+                  'k8s': lookup('env', 'K8S_AUTH_KUBECONFIG'),
+                  'operator': lookup('env', 'TEST_OPERATOR_VAR'),
+                  'collections': lookup('env', 'ANSIBLE_COLLECTIONS_PATH')} | to_json }}"
+"""
+
+TAGGED_TASKS = """\
+- name: skipped by --ansible-args
+  ansible.builtin.fail:
+    msg: should not run
+  tags: [skipme]
+- name: write the inventory's variable
+  ansible.builtin.copy:
+    dest: "{{ out_dir }}/inventory.txt"
+    content: "{{ inv_marker }}"
+"""
+
+SLOW_TASKS = """\
+- name: sleep
+  ansible.builtin.command: sleep 120
+"""
+
+STATS_PLAYBOOK = """\
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: record stats
+      ansible.builtin.set_stats:
+        data:
+          answer: 42
+    - name: show a var
+      ansible.builtin.debug:
+        var: size
+    - name: ask for a requeue
+      requeue_after:
+        time: 1m30s
+"""
+
+REQUEUE_MODULE = """\
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec={"time": {"type": "str", "required": True}})
+    module.exit_json(changed=False, period=module.params["time"])
+
+
+main()
+"""
+
+BAD_PLAYBOOK = """\
+- hosts: localhost
+  tasks:
+    - name: x
+      debug: msg="a
+     bad: [
+"""
+
+
+def write_role(root: Path, name: str, tasks: str) -> Path:
+    role = root / "roles" / name
+    (role / "tasks").mkdir(parents=True)
+    (role / "tasks" / "main.yml").write_text(tasks)
+    return role
+
+
+@pytest.fixture
+def out_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "out"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+async def backend(tmp_path: Path) -> AsyncIterator[RunnerBackend]:
+    runner_backend = RunnerBackend(tmp_path / "runner", env=FAST)
+    yield runner_backend
+    await runner_backend.close()
+
+
+def request(name: str, *, out_dir: Path, **fields: Any) -> RunRequest:
+    extravars = {
+        "ansible_operator_meta": {"name": name, "namespace": "ns"},
+        "size": 3,
+        "out_dir": str(out_dir),
+    }
+    return RunRequest(gvk=GVK_, namespace="ns", name=name, extravars=extravars, **fields)
+
+
+async def test_role_success_sees_extravars(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    req = request("sample", out_dir=out_dir, role=role, max_artifacts=3)
+
+    result = await backend.run(req)
+
+    assert (result.ok, result.changed, result.skipped, result.failures) == (2, 1, 0, 0)
+    assert result.has_stats
+    assert not result.failed
+    assert result.completion is not None
+    assert (out_dir / "sample.txt").read_text() == "ns/sample 3"
+    data_dir = tmp_path / "runner/cache.example.com/v1alpha1/Memcached/ns/sample"
+    assert backend.data_dir(req) == data_dir
+    assert json.loads((data_dir / "env/extravars").read_text())["size"] == 3
+    assert (data_dir / "inventory/hosts").read_text().startswith("localhost ansible_connection")
+    assert os.readlink(data_dir / "artifacts/latest") == req.ident
+    latest = data_dir / "artifacts/latest"
+    assert (latest / "status").read_text() == "successful"
+    assert (latest / "rc").read_text() == "0"
+    assert "hello sample" in (latest / "stdout").read_text()
+
+
+async def test_failed_task_ignored_and_rescued_are_not_failures(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    role = write_role(tmp_path, "failing", FAILING_TASKS)
+
+    result = await backend.run(request("bad", out_dir=out_dir, role=role))
+
+    assert result.failed
+    assert result.failed_tasks == (FailedTask(task="the real failure", msg="boom for bad"),)
+    assert result.failure_message == "boom for bad"
+    assert result.failures == 1
+    data_dir = backend.data_dir(request("bad", out_dir=out_dir, role=role))
+    assert (data_dir / "artifacts/latest/status").read_text() == "failed"
+
+
+async def test_playbook_set_stats_debug_and_requeue_after(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    playbooks = tmp_path / "playbooks"
+    (playbooks / "library").mkdir(parents=True)
+    (playbooks / "library" / "requeue_after.py").write_text(REQUEUE_MODULE)
+    playbook = playbooks / "stats.yml"
+    playbook.write_text(STATS_PLAYBOOK)
+    req = request("pb", out_dir=out_dir, playbook=playbook)
+    events: list[dict[str, Any]] = []
+
+    result = await backend.run(req, on_event=events.append)
+
+    assert (result.ok, result.changed, result.failures) == (3, 0, 0)
+    assert result.requeue_after == 90.0
+    stats = [e for e in events if e["event"] == "playbook_on_stats"]
+    assert stats[0]["event_data"]["artifact_data"] == {"answer": 42}
+    (debug,) = [
+        e
+        for e in events
+        if e["event"] == "runner_on_ok" and e.get("event_data", {}).get("task") == "show a var"
+    ]
+    assert debug["event_data"]["res"]["size"] == 3
+    # The playbook runs from where it is; a copy is kept for reference.
+    data_dir = backend.data_dir(req)
+    assert (data_dir / "project/playbook.yaml").read_text() == STATS_PLAYBOOK
+
+
+async def test_events_arrive_on_the_loop_in_order(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    seen: list[tuple[int, int]] = []
+    loop_thread = threading.get_ident()
+
+    def on_event(event: dict[str, Any]) -> None:
+        seen.append((threading.get_ident(), event["counter"]))
+
+    req = request("ev", out_dir=out_dir, role=role)
+    await backend.run(req, on_event=on_event)
+
+    assert seen, "no events delivered"
+    assert {thread for thread, _ in seen} == {loop_thread}
+    counters = [counter for _, counter in seen]
+    assert counters == sorted(counters)
+    (run,) = list_runs(backend.data_dir(req))
+    assert [e["counter"] for e in read_events(run)] == counters
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        pytest.param("missing-role", "role: {path} was not found", id="missing-role"),
+        pytest.param("missing-playbook", "playbook: {path} was not found", id="missing-playbook"),
+        pytest.param("syntax-error", f"{NO_STATS_ERROR}: YAML parsing failed", id="syntax-error"),
+        pytest.param(
+            "unknown-role-in-playbook",
+            f"{NO_STATS_ERROR}: the role 'nothere' was not found",
+            id="unknown-role-in-playbook",
+        ),
+    ],
+)
+async def test_runs_without_result_raise_with_the_reason(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend, kind: str, expected: str
+) -> None:
+    path: Path
+    if kind == "missing-role":
+        path = tmp_path / "roles" / "absent"
+        req = request("x", out_dir=out_dir, role=path)
+    else:
+        path = tmp_path / f"{kind}.yml"
+        if kind == "syntax-error":
+            path.write_text(BAD_PLAYBOOK)
+        elif kind == "unknown-role-in-playbook":
+            path.write_text("- hosts: localhost\n  roles: [nothere]\n")
+        req = request("x", out_dir=out_dir, playbook=path)
+
+    with pytest.raises(AnsibleRunError) as caught:
+        await backend.run(req)
+
+    assert str(caught.value).startswith(expected.format(path=path)), str(caught.value)
+
+
+async def test_concurrent_runs_for_different_crs(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    names = ["one", "two", "three"]
+    windows: dict[str, list[float]] = {name: [] for name in names}
+    ticks = 0
+
+    def recorder(name: str) -> Any:
+        return lambda event: windows[name].append(time.monotonic())
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    begin = time.monotonic()
+    try:
+        results = await asyncio.gather(
+            *(
+                backend.run(request(name, out_dir=out_dir, role=role), on_event=recorder(name))
+                for name in names
+            )
+        )
+    finally:
+        ticking.cancel()
+    elapsed = time.monotonic() - begin
+
+    assert [(r.ok, r.changed, r.failed) for r in results] == [(2, 1, False)] * len(names)
+    for name in names:
+        assert (out_dir / f"{name}.txt").read_text() == f"ns/{name} 3"
+    # The runs overlapped, and the event loop kept running meanwhile.
+    assert max(w[0] for w in windows.values()) < min(w[-1] for w in windows.values())
+    assert ticks >= elapsed / 0.05 / 2
+
+
+async def test_artifacts_rotated_and_latest_is_newest(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    idents = []
+    for _ in range(4):
+        req = request("rot", out_dir=out_dir, role=role, max_artifacts=2)
+        idents.append(req.ident)
+        await backend.run(req)
+
+    data_dir = backend.data_dir(req)
+    assert [run.ident for run in list_runs(data_dir)] == [idents[3], idents[2]]
+    assert sorted(p.name for p in (data_dir / "artifacts").iterdir()) == sorted(
+        [idents[2], idents[3], "latest"]
+    )
+    assert os.readlink(data_dir / "artifacts/latest") == idents[3]
+
+
+async def test_environment_reaches_the_role(
+    tmp_path: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "collections"))
+    role = write_role(tmp_path, "env", ENV_TASKS)
+    backend = RunnerBackend(tmp_path / "runner", env={**FAST, "TEST_OPERATOR_VAR": "from-flag"})
+    try:
+        req = request(
+            "env",
+            out_dir=out_dir,
+            role=role,
+            envvars={"KUBECONFIG": "/tmp/kc", "K8S_AUTH_KUBECONFIG": "/tmp/kc"},
+        )
+        result = await backend.run(req)
+    finally:
+        await backend.close()
+    assert not result.failed
+    assert json.loads((out_dir / "env.json").read_text()) == {
+        "kubeconfig": "/tmp/kc",
+        "k8s": "/tmp/kc",
+        "operator": "from-flag",
+        "collections": str(tmp_path / "collections"),
+    }
+
+
+async def test_ansible_args_and_inventory_from_the_environment(
+    tmp_path: Path, out_dir: Path
+) -> None:
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text(
+        "localhost ansible_connection=local ansible_python_interpreter={{ansible_playbook_python}}"
+        " inv_marker=from-inventory\n"
+    )
+    role = write_role(tmp_path, "tagged", TAGGED_TASKS)
+    backend = RunnerBackend(tmp_path / "runner", env={**FAST, "ANSIBLE_INVENTORY": str(inventory)})
+    req = request("args", out_dir=out_dir, role=role, cmdline="'--skip-tags skipme'")
+    try:
+        result = await backend.run(req)
+    finally:
+        await backend.close()
+    assert (result.ok, result.changed, result.failed) == (1, 1, False)
+    assert (out_dir / "inventory.txt").read_text() == "from-inventory"
+    data_dir = backend.data_dir(req)
+    assert (data_dir / "env/cmdline").read_text() == "--skip-tags skipme"
+    assert (data_dir / "inventory/hosts").read_text() == inventory.read_text()
+
+
+@pytest.mark.parametrize(
+    ("log_events", "debug_logs", "present", "absent"),
+    [
+        pytest.param(
+            "tasks",
+            False,
+            ["task ok: say hello (ansible.builtin.debug): hello logs", "task changed: write"],
+            ["playbook_on_stats", "PLAY RECAP"],
+            id="tasks",
+        ),
+        pytest.param(
+            "everything", False, ["event playbook_on_stats", "event runner_on_ok"], [], id="all"
+        ),
+        pytest.param("nothing", False, [], ["task ok", "event "], id="nothing"),
+        pytest.param("nothing", True, ["PLAY RECAP", "hello logs"], ["task ok"], id="debug-logs"),
+    ],
+)
+async def test_logging(
+    tmp_path: Path,
+    out_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+    log_events: LogEvents,
+    debug_logs: bool,
+    present: list[str],
+    absent: list[str],
+) -> None:
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    logger = logging.getLogger("test.ansible.backend")
+    backend = RunnerBackend(
+        tmp_path / "runner", env=FAST, log_events=log_events, debug_logs=debug_logs, logger=logger
+    )
+    try:
+        with caplog.at_level(logging.INFO, logger=logger.name):
+            await backend.run(request("logs", out_dir=out_dir, role=role))
+    finally:
+        await backend.close()
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    for fragment in present:
+        assert fragment in text
+    for fragment in absent:
+        assert fragment not in text
+    if log_events == "nothing" and not debug_logs:
+        assert caplog.records == []
+
+
+async def test_failure_is_logged_with_its_message(
+    tmp_path: Path, out_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    role = write_role(tmp_path, "failing", FAILING_TASKS)
+    logger = logging.getLogger("test.ansible.failures")
+    backend = RunnerBackend(tmp_path / "runner", env=FAST, logger=logger)
+    try:
+        with caplog.at_level(logging.INFO, logger=logger.name):
+            await backend.run(request("f", out_dir=out_dir, role=role))
+    finally:
+        await backend.close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any(
+        "task failed: the real failure (ansible.builtin.fail): boom for f" in m for m in errors
+    )
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("task failed (ignored): fails but ignored" in m for m in warnings)
+
+
+async def test_cancelling_the_caller_kills_the_run(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    role = write_role(tmp_path, "slow", SLOW_TASKS)
+    req = request("slow", out_dir=out_dir, role=role)
+    started = asyncio.Event()
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["event"] == "runner_on_start":
+            started.set()
+
+    task = asyncio.create_task(backend.run(req, on_event=on_event))
+    await asyncio.wait_for(started.wait(), timeout=60)
+    begin = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - begin < 10
+    latest = backend.data_dir(req) / "artifacts/latest"
+    assert (latest / "status").read_text() == "canceled"
+
+
+async def test_close_stops_runs_in_progress_and_queued(tmp_path: Path, out_dir: Path) -> None:
+    role = write_role(tmp_path, "slow", SLOW_TASKS)
+    backend = RunnerBackend(tmp_path / "runner", env=FAST, max_workers=1)
+    started = asyncio.Event()
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["event"] == "runner_on_start":
+            started.set()
+
+    running = asyncio.create_task(
+        backend.run(request("c", out_dir=out_dir, role=role), on_event=on_event)
+    )
+    queued = asyncio.create_task(backend.run(request("q", out_dir=out_dir, role=role)))
+    await asyncio.wait_for(started.wait(), timeout=60)
+    await asyncio.wait_for(backend.close(), timeout=10)
+    for task in (running, queued):
+        with pytest.raises(AnsibleRunError, match="stopped"):
+            await task
+    assert not backend.data_dir(request("q", out_dir=out_dir, role=role)).exists()
+    with pytest.raises(AnsibleRunError, match="closed"):
+        await backend.run(request("c", out_dir=out_dir, role=role))
+
+
+async def test_trivial_role_run_time(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    await backend.run(request("warm", out_dir=out_dir, role=role))
+    timings = []
+    for index in range(3):
+        begin = time.monotonic()
+        await backend.run(request(f"t{index}", out_dir=out_dir, role=role))
+        timings.append(time.monotonic() - begin)
+    with capsys.disabled():
+        print(f"\ntrivial role run (2 tasks, no facts): {', '.join(f'{t:.2f}s' for t in timings)}")
+    assert min(timings) < 30

@@ -1,0 +1,106 @@
+"""The memcached sample operator end to end on the real cluster: create, scale, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.dynamic.exceptions import NotFoundError
+from support.kube import apply, condition, wait_for
+from support.operator import REPO, OperatorProcess, install_crd
+
+SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
+
+
+@pytest.fixture(scope="module")
+def memcached(dyn: Any) -> Any:
+    import yaml
+
+    return install_crd(
+        dyn,
+        yaml.safe_load((REPO / "config/crd/bases/cache.example.com_memcacheds.yaml").read_text()),
+    )
+
+
+@pytest.fixture
+def operator(
+    kubeconfig: Path, tmp_path: Path, namespace: str, memcached: Any
+) -> Iterator[OperatorProcess]:
+    proc = OperatorProcess(
+        REPO,
+        kubeconfig=kubeconfig,
+        log=tmp_path / "operator.log",
+        env={"WATCH_NAMESPACE": namespace},
+    )
+    try:
+        yield proc
+    finally:
+        proc.stop()
+        print(proc.log()[-5000:])
+
+
+def _get(resource: Any, name: str, namespace: str) -> Any:
+    try:
+        return resource.get(name=name, namespace=namespace)
+    except NotFoundError:
+        return None
+
+
+def test_create_scale_delete(
+    dyn: Any, memcached: Any, operator: OperatorProcess, namespace: str
+) -> None:
+    apply(dyn, SAMPLE, namespace=namespace)
+    deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
+    services = dyn.resources.get(api_version="v1", kind="Service")
+    configmaps = dyn.resources.get(api_version="v1", kind="ConfigMap")
+
+    wait_for(
+        lambda: (
+            (getattr(_get(deployments, "memcached-sample", namespace), "status", None) or {}).get(
+                "availableReplicas"
+            )
+            == 3
+        ),
+        timeout=90,
+        message="Deployment memcached-sample has 3 available replicas",
+    )
+    assert _get(services, "memcached-sample", namespace) is not None
+
+    def successful() -> dict[str, Any] | None:
+        cond = condition(memcached.get(name="memcached-sample", namespace=namespace), "Successful")
+        return cond if cond and cond["status"] == "True" else None
+
+    wait_for(successful, timeout=60, message="memcached-sample Successful")
+    cr = memcached.get(name="memcached-sample", namespace=namespace).to_dict()
+    running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
+    assert running["reason"] == "Successful"
+    assert running["ansibleResult"]["failures"] == 0
+    assert running["ansibleResult"]["ok"] >= 3
+    assert "cache.example.com/finalizer" in cr["metadata"]["finalizers"]
+
+    memcached.patch(
+        name="memcached-sample",
+        namespace=namespace,
+        body={"spec": {"size": 1}},
+        content_type="application/merge-patch+json",
+    )
+    wait_for(
+        lambda: _get(deployments, "memcached-sample", namespace).spec.replicas == 1,
+        timeout=60,
+        message="Deployment follows size 1",
+    )
+
+    assert _get(configmaps, "memcached-sample-marker", namespace) is not None
+    memcached.delete(name="memcached-sample", namespace=namespace)
+    wait_for(
+        lambda: _get(memcached, "memcached-sample", namespace) is None,
+        timeout=60,
+        message="CR deleted",
+    )
+    assert _get(configmaps, "memcached-sample-marker", namespace) is None, (
+        "the finalizer role did not run"
+    )
+    assert _get(deployments, "memcached-sample", namespace) is None
+    assert operator.running()

@@ -1,0 +1,169 @@
+"""Run `ansible-operator run` as a real subprocess against the test cluster, and build
+throw-away operator projects (watches.yaml + roles + CRDs) for it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from support.kube import apply, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def crd(
+    *, group: str, kind: str, version: str = "v1alpha1", scope: str = "Namespaced"
+) -> dict[str, Any]:
+    plural = kind.lower() + "s"
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {
+                "kind": kind,
+                "plural": plural,
+                "singular": kind.lower(),
+                "listKind": kind + "List",
+            },
+            "scope": scope,
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def install_crd(dyn: Any, body: dict[str, Any]) -> Any:
+    """Create the CRD, wait until it is Established and served; return its resource."""
+    apply(dyn, [body])
+    crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
+
+    def established() -> bool:
+        conds = (
+            crds.get(name=body["metadata"]["name"])
+            .to_dict()
+            .get("status", {})
+            .get("conditions", [])
+        )
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+    wait_for(established, timeout=30, message=f"CRD {body['metadata']['name']} Established")
+    spec = body["spec"]
+    api_version = f"{spec['group']}/{spec['versions'][0]['name']}"
+
+    def served() -> Any:
+        try:
+            return dyn.resources.get(api_version=api_version, kind=spec["names"]["kind"])
+        except Exception:
+            dyn.resources.invalidate_cache()
+            return None
+
+    return wait_for(served, timeout=30, message=f"{api_version} {spec['names']['kind']} served")
+
+
+def write_project(
+    root: Path,
+    *,
+    watches: list[dict[str, Any]],
+    roles: dict[str, str] | None = None,
+    playbooks: dict[str, str] | None = None,
+) -> Path:
+    """A project dir: watches.yaml plus roles/<name>/tasks/main.yml and playbooks."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "watches.yaml").write_text(yaml.safe_dump(watches, sort_keys=False))
+    for name, tasks in (roles or {}).items():
+        task_dir = root / "roles" / name / "tasks"
+        task_dir.mkdir(parents=True, exist_ok=True)
+        (task_dir / "main.yml").write_text(textwrap.dedent(tasks))
+    for name, text in (playbooks or {}).items():
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+class OperatorProcess:
+    """`ansible-operator run` in `project`; always stopped by `stop()` (use as a fixture)."""
+
+    def __init__(
+        self,
+        project: Path,
+        *,
+        kubeconfig: Path,
+        log: Path,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.project = project
+        self.log_path = log
+        environ = {
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "ANSIBLE_OPERATOR_RUNNER_DIR": str(log.parent / "runner"),
+            **(env or {}),
+        }
+        if "WATCH_NAMESPACE" not in (env or {}):
+            environ.pop("WATCH_NAMESPACE", None)  # the tests' own setting must not leak in
+        command = [
+            sys.executable,
+            "-m",
+            "runner.cli",
+            "run",
+            "--watches-file",
+            "watches.yaml",
+            "--zap-encoder",
+            "console",
+            "--max-concurrent-reconciles",
+            "4",
+            "--proxy-port",
+            "0",
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            "0",
+            *(args or []),
+        ]
+        self._log_file = log.open("wb")
+        self.process = subprocess.Popen(
+            command,
+            cwd=project,
+            env=environ,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, *, timeout: float = 40) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self._log_file.close()
+        return self.process.returncode
