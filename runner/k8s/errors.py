@@ -93,7 +93,7 @@ def from_response(status: int, data: bytes) -> APIError:
         body = {}
     if not isinstance(body, dict):
         body = {}
-    if not body.get("message") and data and not body:
+    if not body and data:
         text = data.decode("utf-8", "replace").strip()[:500]
         return error_class(status)(status, _default_reason(status), text, {})
     return from_status(status, body)

@@ -1,0 +1,177 @@
+"""The work queue between informer events and reconcile workers, after client-go's.
+
+Events only say "look at this key again", so the queue holds keys, not events, and keeps
+the guarantees the reconcile loop relies on:
+
+- a key waiting to be processed is queued once, however many events name it;
+- a key being processed (handed out by `get`, not yet `done`) is never handed out again;
+  if it is added meanwhile it is marked dirty and queued once more on `done`;
+- `add_after` uses the loop's timers (no polling); a key waiting for several timers keeps
+  the earliest;
+- `add_rate_limited` backs off per key exponentially (`base_delay` doubling up to
+  `max_delay`) until `forget` says the key succeeded.
+
+Pure asyncio: no IO, no threads; all methods but `get` are synchronous and must be called
+from the loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+class QueueShutDown(Exception):
+    """`get` was called on (or was waiting in) a queue that has been shut down."""
+
+
+class WorkQueue(Generic[K]):
+    """A deduplicating, delaying, rate-limiting queue of keys."""
+
+    def __init__(self, *, base_delay: float = 1.0, max_delay: float = 300.0) -> None:
+        if base_delay <= 0 or max_delay < base_delay:
+            raise ValueError("need 0 < base_delay <= max_delay")
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+        self._queue: deque[K] = deque()
+        self._dirty: set[K] = set()  # queued, or to be queued again when done
+        self._processing: set[K] = set()
+        self._failures: dict[K, int] = {}
+        self._timers: dict[K, tuple[float, asyncio.TimerHandle]] = {}
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._shut_down = False
+
+    # -- adding -----------------------------------------------------------------------
+
+    def add(self, key: K) -> None:
+        """Queue `key` now (a no-op if it is already queued; deferred to `done` while
+        it is being processed; ignored after `shutdown`)."""
+        if self._shut_down or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key in self._processing:
+            return
+        self._queue.append(key)
+        self._wake_one()
+
+    def add_after(self, key: K, delay: float) -> None:
+        """Queue `key` after `delay` seconds; an earlier pending add of the same key wins."""
+        if self._shut_down:
+            return
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        when = loop.time() + delay
+        pending = self._timers.get(key)
+        if pending is not None:
+            if pending[0] <= when:
+                return
+            pending[1].cancel()
+        self._timers[key] = (when, loop.call_at(when, self._fire, key))
+
+    def add_rate_limited(self, key: K) -> float:
+        """Queue `key` after its next backoff delay, and return that delay."""
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        delay = self.backoff(failures)
+        self.add_after(key, delay)
+        return delay
+
+    def backoff(self, failures: int) -> float:
+        """The delay after `failures` earlier failures of a key."""
+        return min(self._base_delay * 2.0 ** min(failures, 64), self._max_delay)
+
+    def forget(self, key: K) -> None:
+        """Reset the backoff of `key` (it succeeded, or will never be retried)."""
+        self._failures.pop(key, None)
+
+    def num_requeues(self, key: K) -> int:
+        """How many rate-limited adds `key` had since it was last forgotten."""
+        return self._failures.get(key, 0)
+
+    # -- processing -------------------------------------------------------------------
+
+    async def get(self) -> K:
+        """Wait for the next key and mark it being processed; call `done(key)` after.
+        Raises QueueShutDown once the queue is shut down (keys still queued are dropped)."""
+        while True:
+            if self._shut_down:
+                raise QueueShutDown()
+            if self._queue:
+                key = self._queue.popleft()
+                self._dirty.discard(key)
+                self._processing.add(key)
+                return key
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                # A wake-up meant for us must not be lost with us.
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()
+                raise
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+
+    def done(self, key: K) -> None:
+        """Processing of `key` ended; queue it again if it was added meanwhile."""
+        self._processing.discard(key)
+        if key in self._dirty and not self._shut_down:
+            self._queue.append(key)
+            self._wake_one()
+
+    def shutdown(self) -> None:
+        """Stop: drop delayed adds, ignore new adds, make every `get` raise QueueShutDown."""
+        self._shut_down = True
+        for _, timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shut_down
+
+    def __len__(self) -> int:
+        """Keys ready to be handed out (not those in process or waiting on a timer)."""
+        return len(self._queue)
+
+    def len(self) -> int:
+        """Same as `len(queue)`."""
+        return len(self._queue)
+
+    @property
+    def processing(self) -> int:
+        """How many keys are handed out and not yet done."""
+        return len(self._processing)
+
+    @property
+    def delayed(self) -> int:
+        """How many keys wait on a timer."""
+        return len(self._timers)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _fire(self, key: K) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+
+__all__ = ["QueueShutDown", "WorkQueue"]

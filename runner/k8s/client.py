@@ -1,0 +1,505 @@
+"""A small async Kubernetes client speaking raw JSON dicts, over kubernetes-asyncio.
+
+kubernetes-asyncio gives us kubeconfig and in-cluster loading, auth plugins and TLS; we use
+only its `ApiClient.call_api` with `_preload_content=False` and decode the JSON ourselves, so
+no generated model object is built per object or per watch event. Every failure leaves
+this module as an `runner.k8s.errors.APIError`.
+
+Paths come from discovery (`resource()`), cached per group/version and refreshed on a miss,
+so kinds whose CRD is created after start-up are found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import json
+import logging
+import os
+import ssl
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from runner.errors import ConfigError
+from runner.k8s.errors import APIError, NotFound, Unavailable, from_response, from_status
+from runner.structs import GVK
+
+log = logging.getLogger("ansible-operator.k8s")
+
+PatchType = Literal["merge", "json", "strategic"]
+
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+_USER_AGENT = "ansible-operator-py"
+# A request that is not a watch gets this long in total before it counts as unavailable.
+_REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=60, connect=15)
+# Errors of the HTTP layer that mean "no (complete) answer".
+_TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
+
+Query = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class APIResource:
+    """One kind as discovery describes it."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    verbs: frozenset[str]
+    subresources: frozenset[str]
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        """The URL path of the collection (no `name`) or of one object; `namespace` is
+        ignored for cluster-scoped kinds, and None means "all namespaces"."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{quote(name, safe='')}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+class KubeClient:
+    """Raw-JSON access to one API server; create with `await KubeClient.connect()`."""
+
+    def __init__(self, api: Any, *, refresher: asyncio.Task[None] | None = None) -> None:
+        self._api = api
+        self._api.user_agent = _USER_AGENT
+        self._refresher = refresher
+        self._discovery: dict[tuple[str, str], dict[str, APIResource]] = {}
+        self._discovery_locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    # -- connecting -------------------------------------------------------------------
+
+    @classmethod
+    async def connect(cls, *, kubeconfig: str | None = None) -> KubeClient:
+        """Connect with `kubeconfig` (a path, or several joined by os.pathsep), else
+        $KUBECONFIG, else ~/.kube/config when it exists, else the in-cluster service
+        account. Raises ConfigError when none of them can be loaded."""
+        configuration = k8s_client.Configuration()
+        path = kubeconfig or os.environ.get("KUBECONFIG") or None
+        default = os.path.expanduser("~/.kube/config")
+        refresher: asyncio.Task[None] | None = None
+        try:
+            if path is None and not os.path.exists(default):
+                k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                    client_configuration=configuration
+                )
+            else:
+                loader = await k8s_config.load_kube_config(
+                    config_file=path or default,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+                # Exec plugins and auth providers hand out short-lived tokens; the
+                # library's refresher returns at once for every other kind of user.
+                refresher = asyncio.create_task(
+                    k8s_config.refresh_token(loader, configuration), name="kube-token-refresh"
+                )
+        except (k8s_config.ConfigException, OSError, ValueError, KeyError) as err:
+            raise ConfigError(f"cannot load the Kubernetes client configuration: {err}") from err
+        return cls(k8s_client.ApiClient(configuration=configuration), refresher=refresher)
+
+    async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refresher
+            self._refresher = None
+        await self._api.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- credentials, for modules that forward requests (the proxy) -------------------
+
+    @property
+    def configuration(self) -> Any:
+        """The kubernetes_asyncio `Configuration` in use (host, TLS files, tokens)."""
+        return self._api.configuration
+
+    @property
+    def server(self) -> str:
+        """The API server's base URL, e.g. https://127.0.0.1:6443."""
+        return str(self._api.configuration.host).rstrip("/")
+
+    @property
+    def tls_server_name(self) -> str | None:
+        """The name to verify the server certificate against when it is not the host's."""
+        name = getattr(self._api.configuration, "tls_server_name", None)
+        return str(name) if name else None
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """An SSL context with the same CA, client certificate and verification settings
+        as this client's own connections (for aiohttp's `ssl=`)."""
+        conf = self._api.configuration
+        context = ssl.create_default_context(cafile=conf.ssl_ca_cert)
+        if conf.cert_file:
+            context.load_cert_chain(conf.cert_file, keyfile=conf.key_file)
+        if not conf.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if getattr(conf, "disable_strict_ssl_verification", False):
+            context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+        return context
+
+    async def auth_headers(self) -> dict[str, str]:
+        """The headers that authenticate a request now (a bearer or basic token; empty
+        for client-certificate auth). Ask again per request: tokens can be refreshed."""
+        headers: dict[str, str] = {}
+        settings = await self._api.configuration.auth_settings()
+        for setting in settings.values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        return headers
+
+    async def forward(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Iterable[tuple[str, str]] = (),
+        headers: Mapping[str, str] | None = None,
+        data: bytes | None = None,
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        """Send a request as-is on this client's connection pool with its credentials
+        and return the unread response, whatever its status (the caller releases it).
+        Raises `Unavailable` only when there is no answer."""
+        conf = self._api.configuration
+        sent = dict(headers or {})
+        sent.update(await self.auth_headers())
+        kwargs: dict[str, Any] = {}
+        if self.tls_server_name:
+            kwargs["server_hostname"] = self.tls_server_name
+        if getattr(conf, "proxy", None):
+            kwargs["proxy"] = conf.proxy
+        try:
+            response: aiohttp.ClientResponse = await self._api.rest_client.pool_manager.request(
+                method,
+                self.server + path,
+                params=list(query),
+                headers=sent,
+                data=data,
+                timeout=timeout or aiohttp.ClientTimeout(),
+                **kwargs,
+            )
+        except _TRANSPORT_ERRORS as err:
+            raise _unavailable(err) from err
+        return response
+
+    # -- discovery --------------------------------------------------------------------
+
+    async def resource(self, gvk: GVK) -> APIResource:
+        """The discovery entry of `gvk`; raises NotFound when the server does not serve
+        it (after one fresh look, so newly created CRDs are found)."""
+        key = (gvk.group, gvk.version)
+        cached = self._discovery.get(key)
+        if cached is not None and gvk.kind in cached:
+            return cached[gvk.kind]
+        lock = self._discovery_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            cached = self._discovery.get(key)
+            if cached is None or gvk.kind not in cached:
+                cached = await self._discover(gvk.group, gvk.version)
+                self._discovery[key] = cached
+        if gvk.kind not in cached:
+            raise NotFound(
+                404,
+                "NotFound",
+                f"the server does not serve kind {gvk.kind} in {gvk.api_version}",
+                {},
+            )
+        return cached[gvk.kind]
+
+    async def _discover(self, group: str, version: str) -> dict[str, APIResource]:
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        try:
+            listing = await self._json("GET", path)
+        except NotFound:
+            return {}
+        subresources: dict[str, set[str]] = {}
+        found: dict[str, APIResource] = {}
+        entries = listing.get("resources") or []
+        for entry in entries:
+            name = str(entry.get("name", ""))
+            if "/" in name:
+                plural, _, sub = name.partition("/")
+                subresources.setdefault(plural, set()).add(sub)
+        for entry in entries:
+            name = str(entry.get("name", ""))
+            if "/" in name or not entry.get("kind"):
+                continue
+            found[str(entry["kind"])] = APIResource(
+                group=group,
+                version=version,
+                kind=str(entry["kind"]),
+                plural=name,
+                namespaced=bool(entry.get("namespaced")),
+                verbs=frozenset(str(v) for v in entry.get("verbs") or ()),
+                subresources=frozenset(subresources.get(name, ())),
+            )
+        return found
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def get(self, gvk: GVK, *, name: str, namespace: str | None) -> dict[str, Any]:
+        res = await self.resource(gvk)
+        return await self._json("GET", res.path(namespace=namespace, name=name))
+
+    async def list(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 500,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """All objects of `gvk` in `namespace` (None: all namespaces), fetched in pages
+        of `limit`, each with apiVersion and kind filled in; and the list's
+        resourceVersion to watch from. Raises Gone when a continue token expires."""
+        res = await self.resource(gvk)
+        path = res.path(namespace=namespace)
+        items: list[dict[str, Any]] = []
+        token = ""
+        resource_version = ""
+        while True:
+            query: Query = [("limit", str(limit))]
+            if label_selector:
+                query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            if token:
+                query.append(("continue", token))
+            page = await self._json("GET", path, query=query)
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", res.api_version)
+                item.setdefault("kind", res.kind)
+                items.append(item)
+            meta = page.get("metadata") or {}
+            resource_version = str(meta.get("resourceVersion") or resource_version)
+            token = str(meta.get("continue") or "")
+            if not token:
+                return items, resource_version
+
+    async def watch(
+        self,
+        gvk: GVK,
+        *,
+        namespace: str | None,
+        resource_version: str | None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        """Yield (type, object) for each event after `resource_version`: ADDED, MODIFIED,
+        DELETED and BOOKMARK. Ends when the server closes the watch (after about
+        `timeout_seconds`); raises Gone when the resourceVersion is too old and the other
+        APIErrors on failures. Close the iterator (`contextlib.aclosing`) when leaving
+        early, to free the connection."""
+        res = await self.resource(gvk)
+        query: Query = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        # The server ends the watch after timeout_seconds; the read timeout only catches
+        # a connection that silently died.
+        timeout = aiohttp.ClientTimeout(connect=15, sock_read=timeout_seconds + 30)
+        response = await self._send("GET", res.path(namespace=namespace), query, timeout=timeout)
+        try:
+            if response.status >= 400:
+                raise from_response(response.status, await _read(response))
+            while True:
+                try:
+                    line = await response.content.readline()
+                except TimeoutError:
+                    return  # nothing for too long: the caller watches again
+                except _TRANSPORT_ERRORS as err:
+                    raise _unavailable(err) from err
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError as err:
+                    raise APIError(
+                        0, "BadWatchEvent", line[:200].decode(errors="replace"), {}
+                    ) from err
+                kind = str(event.get("type", ""))
+                obj = event.get("object")
+                if not isinstance(obj, dict):
+                    continue
+                if kind == "ERROR":
+                    raise from_status(int(obj.get("code") or 500), obj)
+                yield kind, obj
+        finally:
+            if response.content.at_eof():
+                response.release()
+            else:
+                response.close()
+
+    # -- writing ----------------------------------------------------------------------
+
+    async def create(
+        self, gvk: GVK, body: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """POST `body`; `namespace` defaults to the body's own metadata.namespace."""
+        res = await self.resource(gvk)
+        ns = namespace or (body.get("metadata") or {}).get("namespace")
+        return await self._json("POST", res.path(namespace=ns), body=body)
+
+    async def replace(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT `obj` (with its metadata.resourceVersion: Conflict when stale)."""
+        res = await self.resource(gvk)
+        meta = obj.get("metadata") or {}
+        path = res.path(namespace=meta.get("namespace"), name=str(meta["name"]))
+        return await self._json("PUT", path, body=obj)
+
+    async def replace_status(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT `obj` to the status subresource; its metadata.resourceVersion makes a
+        stale write fail with Conflict instead of overwriting a newer status."""
+        res = await self.resource(gvk)
+        meta = obj.get("metadata") or {}
+        path = res.path(
+            namespace=meta.get("namespace"), name=str(meta["name"]), subresource="status"
+        )
+        return await self._json("PUT", path, body=obj)
+
+    async def patch(
+        self,
+        gvk: GVK,
+        *,
+        name: str,
+        namespace: str | None,
+        body: Mapping[str, Any] | builtins.list[Any],
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """PATCH one object (or its `subresource`, e.g. "status"); `body` is a list of
+        operations for `patch_type="json"`."""
+        res = await self.resource(gvk)
+        path = res.path(namespace=namespace, name=name, subresource=subresource)
+        content_type = _PATCH_CONTENT_TYPES[patch_type]
+        return await self._json("PATCH", path, body=body, content_type=content_type)
+
+    async def delete(
+        self,
+        gvk: GVK,
+        *,
+        name: str,
+        namespace: str | None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """DELETE one object; returns what the server answers (the object while
+        finalizers hold it, else a Status). `resource_version` is a precondition."""
+        res = await self.resource(gvk)
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if resource_version:
+            options["preconditions"] = {"resourceVersion": resource_version}
+        return await self._json("DELETE", res.path(namespace=namespace, name=name), body=options)
+
+    # -- transport --------------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: aiohttp.ClientTimeout = _REQUEST_TIMEOUT,
+    ) -> aiohttp.ClientResponse:
+        try:
+            response: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                query_params=query,
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except _TRANSPORT_ERRORS as err:
+            raise _unavailable(err) from err
+        return response
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        response = await self._send(method, path, query or [], body=body, content_type=content_type)
+        data = await _read(response)
+        if response.status >= 400:
+            raise from_response(response.status, data)
+        try:
+            decoded = json.loads(data) if data else {}
+        except ValueError as err:
+            raise APIError(
+                response.status, "BadResponse", f"{method} {path}: not JSON", {}
+            ) from err
+        if not isinstance(decoded, dict):
+            raise APIError(response.status, "BadResponse", f"{method} {path}: not an object", {})
+        return decoded
+
+
+async def _read(response: aiohttp.ClientResponse) -> bytes:
+    try:
+        async with response:
+            return await response.read()
+    except _TRANSPORT_ERRORS as err:
+        raise _unavailable(err) from err
+
+
+def _unavailable(err: BaseException) -> Unavailable:
+    return Unavailable(0, "ConnectionError", str(err) or type(err).__name__, {})
+
+
+__all__ = ["APIResource", "KubeClient", "PatchType"]
