@@ -26,6 +26,8 @@ from runner.observability import logging as logs
 
 log = logging.getLogger("ansible-operator")
 
+# The Go operator's base; a writable volume there keeps a read-only root fs working.
+DEFAULT_RUNNER_DIR = "/tmp/ansible-operator/runner"
 DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
 
 
@@ -91,7 +93,9 @@ async def _serve(
     kubeconfig = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
     client = await KubeClient.connect(kubeconfig=kubeconfig)
     backend = RunnerBackend(
-        base_dir=Path(os.environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", "/tmp/ansible-operator/runner")),
+        base_dir=Path(
+            os.environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", "/tmp/ansible-operator/runner")
+        ),
         log_events=args.ansible_log_events,
         debug_logs=os.environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
     )

@@ -125,9 +125,9 @@ class LocalCluster:
 
     def kubectl(self, args: list[str], *, progress: Progress = print) -> int:
         """Run the cached kubectl; against this cluster unless KUBECONFIG is set."""
-        binary = build.ensure_built(
-            [components()["kubectl"]], root=self.cache, progress=progress
-        )["kubectl"]
+        binary = build.ensure_built([components()["kubectl"]], root=self.cache, progress=progress)[
+            "kubectl"
+        ]
         env = dict(os.environ)
         if not env.get("KUBECONFIG"):
             if not self.kubeconfig.is_file():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -136,8 +136,9 @@ class Reconciler:
         try:
             per_cr = per_cr_settings(self.watch, obj)
         except ValueError as err:
-            await self._write_status(key, lambda st: self._failed(st, str(err), None))
-            return Outcome(error=str(err))
+            reason = str(err)
+            await self._write_status(key, lambda st: self._failed(st, reason, None))
+            return Outcome(error=reason)
 
         if self.watch.manage_status:
             await self._write_status(key, lambda st: conditions.running(st, now=_now()))
@@ -297,7 +298,9 @@ class Reconciler:
                 obj = await self._get(key)
             except NotFound:
                 return None
-            new_status = update(obj.get("status") if isinstance(obj.get("status"), Mapping) else None)
+            new_status = update(
+                obj.get("status") if isinstance(obj.get("status"), Mapping) else None
+            )
             if new_status == obj.get("status"):
                 return obj
             try:
@@ -314,4 +317,3 @@ class Reconciler:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-

@@ -12,8 +12,13 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-           "error": logging.ERROR, "panic": logging.CRITICAL}
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "panic": logging.CRITICAL,
+}
 
 
 def level_from_flag(text: str) -> int:
@@ -45,9 +50,7 @@ def configure(*, level: str, encoder: str, devel: bool) -> None:
     if encoder == "json" or (not encoder and not devel and not sys.stderr.isatty()):
         handler.setFormatter(JSONFormatter())
     else:
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)-7s %(name)s  %(message)s")
-        )
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s  %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if devel and level == "info" else level_from_flag(level))

@@ -44,5 +44,5 @@ def test_annotations(
 
 
 def test_bad_period_annotation_names_it() -> None:
-    with pytest.raises(ValueError, match="Unable to parse reconcile period annotation: .*5 min"):
+    with pytest.raises(ValueError, match=r"Unable to parse reconcile period annotation: .*5 min"):
         per_cr_settings(WATCH, cr(**{PREFIX + "reconcile-period": "5 min"}))
