@@ -66,13 +66,13 @@ def test_create_scale_delete(
         timeout=90,
         message="Deployment memcached-sample has 3 available replicas",
     )
-    assert _get(services, "memcached-sample", namespace) is not None
 
     def successful() -> dict[str, Any] | None:
         cond = condition(memcached.get(name="memcached-sample", namespace=namespace), "Successful")
         return cond if cond and cond["status"] == "True" else None
 
     wait_for(successful, timeout=60, message="memcached-sample Successful")
+    assert _get(services, "memcached-sample", namespace) is not None
     cr = memcached.get(name="memcached-sample", namespace=namespace).to_dict()
     running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
     assert running["reason"] == "Successful"
