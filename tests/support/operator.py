@@ -59,12 +59,8 @@ def install_crd(dyn: Any, body: dict[str, Any]) -> Any:
     crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
 
     def established() -> bool:
-        conds = (
-            crds.get(name=body["metadata"]["name"])
-            .to_dict()
-            .get("status", {})
-            .get("conditions", [])
-        )
+        status = crds.get(name=body["metadata"]["name"]).to_dict().get("status") or {}
+        conds = status.get("conditions") or []
         return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
     wait_for(established, timeout=30, message=f"CRD {body['metadata']['name']} Established")
