@@ -69,3 +69,7 @@ run: venv ## run the memcached sample operator (local cluster unless KUBECONFIG 
 clean: ## remove the virtualenv and local state (keeps the binary cache in ~/.cache)
 	-$(OPERATOR) cluster down 2>/dev/null
 	rm -rf $(VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: bench
+bench: venv ## reconcile benchmark on the local cluster (N=50 Memcached CRs)
+	$(BIN)/python bench/reconcile.py
