@@ -29,7 +29,7 @@ def memcached(dyn: Any) -> Any:
         crd = crds.get(name="memcacheds.cache.example.com").to_dict()
         return any(
             c["type"] == "Established" and c["status"] == "True"
-            for c in crd.get("status", {}).get("conditions", [])
+            for c in (crd.get("status") or {}).get("conditions") or []
         )
 
     wait_for(established, timeout=30, message="CRD memcacheds.cache.example.com Established")

@@ -33,7 +33,8 @@ def memcached_crd(dyn: Any) -> None:
         apply(dyn, CRD)
 
     def established() -> bool:
-        conds = crds.get(name="memcacheds.cache.example.com").to_dict()["status"]["conditions"]
+        status = crds.get(name="memcacheds.cache.example.com").to_dict().get("status") or {}
+        conds = status.get("conditions") or []
         return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
     wait_for(established, timeout=30, message="Memcached CRD established")

@@ -33,7 +33,8 @@ def memcached_crd(dyn: Any) -> None:
         apply(dyn, CRD)
 
     def established() -> bool:
-        conds = crds.get(name="memcacheds.cache.example.com").to_dict()["status"]["conditions"]
+        status = crds.get(name="memcacheds.cache.example.com").to_dict().get("status") or {}
+        conds = status.get("conditions") or []
         return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
     wait_for(established, timeout=30, message="Memcached CRD established")
@@ -207,7 +208,7 @@ async def test_stale_merge_patch_with_resource_version_conflicts(
 async def test_delete(kube: KubeClient, namespace: str) -> None:
     await kube.create(MEMCACHED, memcached("d"), namespace=namespace)
     await kube.delete(MEMCACHED, name="d", namespace=namespace, propagation_policy="Foreground")
-    for _ in range(50):
+    for _ in range(300)  # foreground deletion waits for the garbage collector to sync:
         try:
             await kube.get(MEMCACHED, name="d", namespace=namespace)
         except NotFound:
