@@ -208,7 +208,8 @@ async def test_stale_merge_patch_with_resource_version_conflicts(
 async def test_delete(kube: KubeClient, namespace: str) -> None:
     await kube.create(MEMCACHED, memcached("d"), namespace=namespace)
     await kube.delete(MEMCACHED, name="d", namespace=namespace, propagation_policy="Foreground")
-    for _ in range(300)  # foreground deletion waits for the garbage collector to sync:
+    # Foreground deletion waits for the garbage collector, slow on a fresh cluster.
+    for _ in range(300):
         try:
             await kube.get(MEMCACHED, name="d", namespace=namespace)
         except NotFound:
