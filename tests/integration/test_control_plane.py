@@ -142,7 +142,8 @@ def test_owned_configmap_is_garbage_collected(
             return err.status == 404
         return False
 
-    wait_for(gone, timeout=30, message="owned ConfigMap garbage-collected")
+    # The garbage collector notices new kinds (this CRD) at its 30 s discovery resync.
+    wait_for(gone, timeout=90, message="owned ConfigMap garbage-collected")
 
 
 def test_deployment_becomes_available_through_kwok(dyn: Any, namespace: str) -> None:
