@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 
 from runner import __version__
 from runner.errors import AnsibleOperatorError
+from runner.packaging import commands as packaging_commands
+from runner.scaffold import commands as scaffold_commands
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -80,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     version = sub.add_parser("version", help="print versions")
     version.set_defaults(handler=_cmd_version)
     _add_cluster(sub)
+    scaffold_commands.add_commands(sub)
+    packaging_commands.add_commands(sub)
     return parser
 
 

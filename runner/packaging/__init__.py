@@ -1,0 +1,1 @@
+"""OLM packaging: ClusterServiceVersion bundles, validation, file-based catalogs."""

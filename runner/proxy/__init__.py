@@ -1,0 +1,1 @@
+"""The roles' Kubernetes endpoint: a loopback proxy that injects owners and serves a cache."""

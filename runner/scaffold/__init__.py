@@ -1,0 +1,1 @@
+"""Scaffolding of new operator projects: `ansible-operator init` and `create api`."""
