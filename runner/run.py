@@ -13,6 +13,7 @@ import os
 import signal
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
+from typing import Any
 
 from runner import watches as watches_mod
 from runner.ansible.backend import RunnerBackend
@@ -23,6 +24,11 @@ from runner.engine.reconciler import RunSettings
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.observability import logging as logs
+from runner.proxy.cache import InformerCache
+from runner.proxy.dependents import DependentWatches
+from runner.proxy.owner import Owner, proxy_kubeconfig
+from runner.proxy.server import ProxyServer
+from runner.structs import GVK, NamespacedName
 
 log = logging.getLogger("ansible-operator")
 
@@ -83,6 +89,18 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
+def owner_of(obj: Mapping[str, Any]) -> Owner:
+    """The owner identity of a CR, as its runs' kubeconfigs carry it."""
+    meta = obj.get("metadata") or {}
+    return Owner(
+        api_version=str(obj.get("apiVersion") or ""),
+        kind=str(obj.get("kind") or ""),
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        namespace=str(meta.get("namespace") or ""),
+    )
+
+
 async def _serve(
     args: argparse.Namespace,
     loaded: tuple[watches_mod.Watch, ...],
@@ -92,6 +110,27 @@ async def _serve(
 ) -> int:
     kubeconfig = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
     client = await KubeClient.connect(kubeconfig=kubeconfig)
+    cache = InformerCache(client, namespaces=namespaces)
+    manager: Manager | None = None
+
+    def enqueue(gvk: GVK, key: NamespacedName) -> None:
+        if manager is not None:
+            manager.enqueue(gvk, key)
+
+    proxy = ProxyServer(
+        client,
+        watches=loaded,
+        namespaces=namespaces,
+        cache=cache,
+        dependents=DependentWatches(cache, enqueue=enqueue),
+        inject_owner_ref=args.inject_owner_ref,
+        port=args.proxy_port,
+    )
+    try:
+        port = await proxy.start()
+    except BaseException:
+        await client.close()
+        raise
     backend = RunnerBackend(
         base_dir=Path(
             os.environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", "/tmp/ansible-operator/runner")
@@ -99,7 +138,11 @@ async def _serve(
         log_events=args.ansible_log_events,
         debug_logs=os.environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
     )
-    settings = RunSettings(kubeconfig=kubeconfig, ansible_args=args.ansible_args)
+    settings = RunSettings(
+        kubeconfig=kubeconfig,
+        run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),
+        ansible_args=args.ansible_args,
+    )
     manager = Manager(
         client=client,
         watches=loaded,
@@ -109,6 +152,8 @@ async def _serve(
         max_workers=args.max_workers,
         graceful_shutdown_timeout=graceful,
     )
+    for controller in manager.controllers:
+        cache.adopt(controller.informer)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -117,5 +162,7 @@ async def _serve(
         await manager.run(stop)
     finally:
         await backend.close()
+        await proxy.stop()
+        await cache.close()
         await client.close()
     return 0

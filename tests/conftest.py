@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+MEMCACHED_CRD = REPO / "config" / "crd" / "bases" / "cache.example.com_memcacheds.yaml"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -73,3 +74,22 @@ def namespace(request: pytest.FixtureRequest, api_client: Any) -> Iterator[str]:
         yield name
     finally:
         core.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def memcached_crd(dyn: Any) -> Any:
+    """The sample's Memcached CRD, installed and served; its dynamic-client resource."""
+    import yaml
+    from support.operator import install_crd
+
+    return install_crd(dyn, yaml.safe_load(MEMCACHED_CRD.read_text()))
+
+
+@pytest.fixture
+async def kube(kubeconfig: Path, memcached_crd: Any) -> AsyncIterator[Any]:
+    """Our own async client (`runner.k8s.KubeClient`), with the Memcached CRD served."""
+    from runner.k8s.client import KubeClient
+
+    client = await KubeClient.connect(kubeconfig=str(kubeconfig))
+    yield client
+    await client.close()

@@ -48,6 +48,7 @@ from runner.ansible import artifacts
 from runner.ansible.events import NO_STATS_ERROR, EventCollector, RunResult
 from runner.ansible.inputs import (
     HOSTS_FILE,
+    KUBECONFIG_FILE,
     MANAGED_FILES,
     RunRequest,
     input_copies,
@@ -199,6 +200,8 @@ class RunnerBackend:
         except Exception as exc:
             raise AnsibleRunError(f"ansible-runner could not run: {exc}") from exc
         finally:
+            # The kubeconfig names this CR as the owner: no later process may reuse it.
+            (data_dir / KUBECONFIG_FILE).unlink(missing_ok=True)
             self._finish_artifacts(data_dir, request)
 
         result = collector.result()
@@ -230,7 +233,7 @@ def write_inputs(data_dir: Path, request: RunRequest, *, environ: Mapping[str, s
         raise AnsibleRunError(f"role: {request.role} was not found")
     if request.playbook is not None and not request.playbook.is_file():
         raise AnsibleRunError(f"playbook: {request.playbook} was not found")
-    files = render_inputs(request, environ=environ)
+    files = render_inputs(request, environ=environ, data_dir=data_dir)
     try:
         for sub in ("env", "project", artifacts.ARTIFACTS):
             (data_dir / sub).mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_MAX_ARTIFACTS",
     "DEFAULT_VERBOSITY",
     "HOSTS_FILE",
+    "KUBECONFIG_FILE",
     "ROLE_PLAYBOOK",
     "RunRequest",
     "hosts_line",
@@ -53,12 +54,14 @@ EXTRAVARS_FILE = "env/extravars"
 ENVVARS_FILE = "env/envvars"
 CMDLINE_FILE = "env/cmdline"
 HOSTS_FILE = "inventory/hosts"
+KUBECONFIG_FILE = "kubeconfig"
+"""The run's own kubeconfig (the API proxy, as this CR's owner); removed after the run."""
 INVENTORY_DIR = "inventory"
 PLAYBOOK_COPY = "project/playbook.yaml"
 ROLE_PLAYBOOK = "project/main.json"
 """The play wrapping a role, where ansible-runner's own `--role` writes it."""
 
-MANAGED_FILES = (CMDLINE_FILE, PLAYBOOK_COPY, ROLE_PLAYBOOK)
+MANAGED_FILES = (CMDLINE_FILE, PLAYBOOK_COPY, ROLE_PLAYBOOK, KUBECONFIG_FILE)
 """Files some runs write and others do not: a writer removes those a run does not render."""
 
 _MAX_IDENT = 2**63
@@ -77,8 +80,10 @@ class RunRequest:
     Exactly one of `role` (a role directory) or `playbook` (a playbook file) is given, as
     an absolute path already resolved by the watch (`runner/watches.py`): ansible-playbook
     runs in `project/`, where a relative path would mean something else. `cmdline` is the raw
-    `--ansible-args` value; `envvars` are the per-run variables for `env/envvars`
-    (`K8S_AUTH_KUBECONFIG` and `KUBECONFIG` for the API proxy's kubeconfig).
+    `--ansible-args` value; `envvars` are the per-run variables for `env/envvars`.
+    `kubeconfig` is the content of the run's own kubeconfig (the API proxy's, naming this
+    CR as the owner): it is written into the data directory and `K8S_AUTH_KUBECONFIG` and
+    `KUBECONFIG` point at it.
     `max_artifacts` <= 0 keeps every artifact directory.
     """
 
@@ -91,6 +96,7 @@ class RunRequest:
     verbosity: int = DEFAULT_VERBOSITY
     cmdline: str = ""
     envvars: Mapping[str, str] = field(default_factory=dict)
+    kubeconfig: Mapping[str, Any] | None = None
     max_artifacts: int = DEFAULT_MAX_ARTIFACTS
     ident: str = field(default_factory=new_ident)
 
@@ -145,17 +151,23 @@ def role_playbook(role: Path, *, environ: Mapping[str, str]) -> list[dict[str, A
     return [play]
 
 
-def render_inputs(request: RunRequest, *, environ: Mapping[str, str]) -> dict[str, str]:
-    """The files to write into the data directory: `{relative path: content}`.
+def render_inputs(
+    request: RunRequest, *, environ: Mapping[str, str], data_dir: Path
+) -> dict[str, str]:
+    """The files to write into `data_dir`: `{relative path: content}`.
 
     `inventory/hosts` is absent when `ANSIBLE_INVENTORY` is set (see `inventory_source`),
-    `env/cmdline` when `--ansible-args` is empty, `project/main.json` for playbook runs.
-    The playbook copy is in `input_copies`.
+    `env/cmdline` when `--ansible-args` is empty, `project/main.json` for playbook runs,
+    `kubeconfig` when the request has none. The playbook copy is in `input_copies`.
     """
-    files = {
-        EXTRAVARS_FILE: json.dumps(dict(request.extravars), sort_keys=True),
-        ENVVARS_FILE: json.dumps(dict(request.envvars), sort_keys=True),
-    }
+    envvars = dict(request.envvars)
+    files: dict[str, str] = {}
+    if request.kubeconfig is not None:
+        files[KUBECONFIG_FILE] = json.dumps(dict(request.kubeconfig), sort_keys=True)
+        path = str(data_dir / KUBECONFIG_FILE)
+        envvars.update(K8S_AUTH_KUBECONFIG=path, KUBECONFIG=path)
+    files[EXTRAVARS_FILE] = json.dumps(dict(request.extravars), sort_keys=True)
+    files[ENVVARS_FILE] = json.dumps(envvars, sort_keys=True)
     cmdline = strip_quotes(request.cmdline)
     if cmdline:
         files[CMDLINE_FILE] = cmdline

@@ -84,7 +84,16 @@ def is_running(pid: int, binary: str) -> bool:
     except OSError:
         return False
     state = stat.rsplit(")", 1)[-1].split()[0]
-    return state != "Z" and cmdline[0].decode(errors="replace") == binary
+    if state == "Z":
+        return False
+    if cmdline[0]:
+        return cmdline[0].decode(errors="replace") == binary
+    # An empty cmdline is seen for a moment while a process execs or, on a loaded
+    # machine, while its memory is being set up: fall back to the executable's path.
+    try:
+        return Path(f"/proc/{pid}/exe").resolve() == Path(binary).resolve()
+    except OSError:
+        return True
 
 
 def stop(process: RunningProcess, *, grace: float) -> bool:

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
-from runner.engine.informer import Informer
 from runner.engine.predicates import should_reconcile
 from runner.engine.queue import WorkQueue
 from runner.engine.reconciler import Outcome, Reconciler, RunSettings
 from runner.k8s.client import KubeClient
+from runner.k8s.informer import Informer
 from runner.structs import NamespacedName
 from runner.watches import Watch
 

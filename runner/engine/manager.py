@@ -10,6 +10,7 @@ from runner.ansible.backend import AnsibleBackend
 from runner.engine.controller import Controller
 from runner.engine.reconciler import RunSettings
 from runner.k8s.client import KubeClient
+from runner.structs import GVK, NamespacedName
 from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.manager")
@@ -42,6 +43,12 @@ class Manager:
             )
             for watch in watches
         ]
+
+    def enqueue(self, gvk: GVK, key: NamespacedName) -> None:
+        """Reconcile `key` of the primary kind `gvk` (a dependent of it changed)."""
+        for controller in self.controllers:
+            if controller.watch.gvk == gvk:
+                controller.queue.add(key)
 
     async def start(self) -> None:
         for controller in self.controllers:

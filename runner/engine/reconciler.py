@@ -49,11 +49,19 @@ class Outcome:
     error: str | None = None
 
 
+KubeconfigFor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""The kubeconfig a run of this CR gets (the API proxy's, naming the CR as the owner)."""
+
+
 @dataclass(frozen=True)
 class RunSettings:
-    """Operator-wide settings every reconcile needs."""
+    """Operator-wide settings every reconcile needs.
+
+    With `run_kubeconfig` (the normal case: the API proxy runs) each run gets its own
+    kubeconfig; without it, runs use the operator's `kubeconfig` file directly."""
 
     kubeconfig: str | None = None
+    run_kubeconfig: KubeconfigFor | None = None
     ansible_args: str = ""
     environ: Mapping[str, str] = field(default_factory=dict)
 
@@ -229,7 +237,10 @@ class Reconciler:
             finalizer_vars=finalizer.vars if finalizer is not None else None,
         )
         envvars: dict[str, str] = {}
-        if self._settings.kubeconfig:
+        kubeconfig = None
+        if self._settings.run_kubeconfig is not None:
+            kubeconfig = self._settings.run_kubeconfig(obj)
+        elif self._settings.kubeconfig:
             envvars = {
                 "K8S_AUTH_KUBECONFIG": self._settings.kubeconfig,
                 "KUBECONFIG": self._settings.kubeconfig,
@@ -244,6 +255,7 @@ class Reconciler:
             verbosity=per_cr.verbosity,
             cmdline=self._settings.ansible_args,
             envvars=envvars,
+            kubeconfig=kubeconfig,
             max_artifacts=per_cr.max_artifacts,
         )
 

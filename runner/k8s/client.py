@@ -241,6 +241,23 @@ class KubeClient:
             )
         return cached[gvk.kind]
 
+    async def resource_for_plural(self, group: str, version: str, plural: str) -> APIResource:
+        """The discovery entry whose URL name is `plural` (what a request path carries);
+        NotFound when the server does not serve it, after one fresh look."""
+        key = (group, version)
+        for fresh in (False, True):
+            cached = self._discovery.get(key)
+            if cached is None or fresh:
+                lock = self._discovery_locks.setdefault(key, asyncio.Lock())
+                async with lock:
+                    cached = await self._discover(group, version)
+                    self._discovery[key] = cached
+            for resource in cached.values():
+                if resource.plural == plural:
+                    return resource
+        api_version = f"{group}/{version}" if group else version
+        raise NotFound(404, "NotFound", f"the server does not serve {plural} in {api_version}", {})
+
     async def _discover(self, group: str, version: str) -> dict[str, APIResource]:
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:

@@ -2,50 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from kubernetes.dynamic.exceptions import NotFoundError
 from support.kube import apply, documents, wait_for
 
 from runner.cluster.components import components
 
-REPO = Path(__file__).resolve().parents[2]
-CRD = REPO / "config" / "crd" / "bases" / "cache.example.com_memcacheds.yaml"
-
 
 def _raw(dyn: Any, path: str) -> Any:
     return dyn.request("GET", path).to_dict()
-
-
-@pytest.fixture(scope="module")
-def memcached(dyn: Any) -> Any:
-    apply(dyn, CRD)
-    crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
-
-    def established() -> bool:
-        crd = crds.get(name="memcacheds.cache.example.com").to_dict()
-        return any(
-            c["type"] == "Established" and c["status"] == "True"
-            for c in (crd.get("status") or {}).get("conditions") or []
-        )
-
-    wait_for(established, timeout=30, message="CRD memcacheds.cache.example.com Established")
-    return wait_for(
-        lambda: _find(dyn, "cache.example.com/v1alpha1", "Memcached"),
-        timeout=30,
-        message="Memcached served by discovery",
-    )
-
-
-def _find(dyn: Any, api_version: str, kind: str) -> Any:
-    try:
-        return dyn.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError:
-        dyn.resources.invalidate_cache()  # discovery is cached; the CRD is newer
-        return None
 
 
 def test_version_is_stamped(api_client: Any) -> None:
@@ -61,17 +29,19 @@ def test_api_resources_include_deployments_and_leases(dyn: Any) -> None:
     assert "leases" in coordination
 
 
-def test_custom_resource_lifecycle_and_status_subresource(memcached: Any, namespace: str) -> None:
+def test_custom_resource_lifecycle_and_status_subresource(
+    memcached_crd: Any, namespace: str
+) -> None:
     cr = {
         "apiVersion": "cache.example.com/v1alpha1",
         "kind": "Memcached",
         "metadata": {"name": "sample"},
         "spec": {"size": 1},
     }
-    created = memcached.create(body=cr, namespace=namespace)
+    created = memcached_crd.create(body=cr, namespace=namespace)
     assert created.metadata.generation == 1
 
-    patched = memcached.patch(
+    patched = memcached_crd.patch(
         name="sample",
         namespace=namespace,
         body={"spec": {"size": 3}},
@@ -81,32 +51,32 @@ def test_custom_resource_lifecycle_and_status_subresource(memcached: Any, namesp
     assert patched.metadata.generation == 2
 
     # Status written through the main resource is dropped; through /status it is kept.
-    memcached.patch(
+    memcached_crd.patch(
         name="sample",
         namespace=namespace,
         body={"status": {"nodes": ["ignored"]}},
         content_type="application/merge-patch+json",
     )
-    assert not memcached.get(name="sample", namespace=namespace).to_dict().get("status")
-    memcached.status.patch(
+    assert not memcached_crd.get(name="sample", namespace=namespace).to_dict().get("status")
+    memcached_crd.status.patch(
         name="sample",
         namespace=namespace,
         body={"status": {"nodes": ["a", "b"]}},
         content_type="application/merge-patch+json",
     )
-    current = memcached.get(name="sample", namespace=namespace)
+    current = memcached_crd.get(name="sample", namespace=namespace)
     assert current.status.nodes == ["a", "b"]
     assert current.metadata.generation == 2, "a status write must not bump generation"
 
-    memcached.delete(name="sample", namespace=namespace)
+    memcached_crd.delete(name="sample", namespace=namespace)
     with pytest.raises(NotFoundError):
-        memcached.get(name="sample", namespace=namespace)
+        memcached_crd.get(name="sample", namespace=namespace)
 
 
 def test_owned_configmap_is_garbage_collected(
-    memcached: Any, api_client: Any, namespace: str
+    memcached_crd: Any, api_client: Any, namespace: str
 ) -> None:
-    owner = memcached.create(
+    owner = memcached_crd.create(
         body={
             "apiVersion": "cache.example.com/v1alpha1",
             "kind": "Memcached",
@@ -133,7 +103,7 @@ def test_owned_configmap_is_garbage_collected(
             "data": {"k": "v"},
         },
     )
-    memcached.delete(name="owner", namespace=namespace)
+    memcached_crd.delete(name="owner", namespace=namespace)
 
     def gone() -> bool:
         try:

@@ -12,39 +12,15 @@ from typing import Any
 
 import pytest
 import yaml
-from support.kube import apply, wait_for
 
-from runner.engine.informer import Informer
 from runner.k8s.client import KubeClient
+from runner.k8s.informer import Informer
 from runner.structs import GVK, NamespacedName
 
-REPO = Path(__file__).resolve().parents[2]
-CRD = REPO / "config/crd/bases/cache.example.com_memcacheds.yaml"
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 NAMESPACE = GVK("", "v1", "Namespace")
 
 Event = tuple[str, str, dict[str, Any], dict[str, Any] | None]
-
-
-@pytest.fixture(scope="module")
-def memcached_crd(dyn: Any) -> None:
-    crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
-    with contextlib.suppress(Exception):  # another test may be replacing it right now
-        apply(dyn, CRD)
-
-    def established() -> bool:
-        status = crds.get(name="memcacheds.cache.example.com").to_dict().get("status") or {}
-        conds = status.get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
-
-    wait_for(established, timeout=30, message="Memcached CRD established")
-
-
-@pytest.fixture
-async def kube(kubeconfig: Path, memcached_crd: None) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(kubeconfig=str(kubeconfig))
-    yield client
-    await client.close()
 
 
 @pytest.fixture

@@ -6,14 +6,12 @@ import asyncio
 import contextlib
 import ssl
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import yaml
-from support.kube import apply, wait_for
 
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, Gone, NotFound, Unavailable
@@ -24,27 +22,6 @@ CRD = REPO / "config/crd/bases/cache.example.com_memcacheds.yaml"
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 CONFIGMAP = GVK("", "v1", "ConfigMap")
 NAMESPACE = GVK("", "v1", "Namespace")
-
-
-@pytest.fixture(scope="module")
-def memcached_crd(dyn: Any) -> None:
-    crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
-    with contextlib.suppress(Exception):  # another test may be replacing it right now
-        apply(dyn, CRD)
-
-    def established() -> bool:
-        status = crds.get(name="memcacheds.cache.example.com").to_dict().get("status") or {}
-        conds = status.get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
-
-    wait_for(established, timeout=30, message="Memcached CRD established")
-
-
-@pytest.fixture
-async def kube(kubeconfig: Path, memcached_crd: None) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.connect(kubeconfig=str(kubeconfig))
-    yield client
-    await client.close()
 
 
 def memcached(name: str, *, size: int = 1, labels: dict[str, str] | None = None) -> dict[str, Any]:

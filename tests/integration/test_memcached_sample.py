@@ -9,24 +9,14 @@ from typing import Any
 import pytest
 from kubernetes.dynamic.exceptions import NotFoundError
 from support.kube import apply, condition, wait_for
-from support.operator import REPO, OperatorProcess, install_crd
+from support.operator import REPO, OperatorProcess
 
 SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
 
 
-@pytest.fixture(scope="module")
-def memcached(dyn: Any) -> Any:
-    import yaml
-
-    return install_crd(
-        dyn,
-        yaml.safe_load((REPO / "config/crd/bases/cache.example.com_memcacheds.yaml").read_text()),
-    )
-
-
 @pytest.fixture
 def operator(
-    kubeconfig: Path, tmp_path: Path, namespace: str, memcached: Any
+    kubeconfig: Path, tmp_path: Path, namespace: str, memcached_crd: Any
 ) -> Iterator[OperatorProcess]:
     proc = OperatorProcess(
         REPO,
@@ -49,7 +39,7 @@ def _get(resource: Any, name: str, namespace: str) -> Any:
 
 
 def test_create_scale_delete(
-    dyn: Any, memcached: Any, operator: OperatorProcess, namespace: str
+    dyn: Any, memcached_crd: Any, operator: OperatorProcess, namespace: str
 ) -> None:
     apply(dyn, SAMPLE, namespace=namespace)
     deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
@@ -68,19 +58,21 @@ def test_create_scale_delete(
     )
 
     def successful() -> dict[str, Any] | None:
-        cond = condition(memcached.get(name="memcached-sample", namespace=namespace), "Successful")
+        cond = condition(
+            memcached_crd.get(name="memcached-sample", namespace=namespace), "Successful"
+        )
         return cond if cond and cond["status"] == "True" else None
 
     wait_for(successful, timeout=60, message="memcached-sample Successful")
     assert _get(services, "memcached-sample", namespace) is not None
-    cr = memcached.get(name="memcached-sample", namespace=namespace).to_dict()
+    cr = memcached_crd.get(name="memcached-sample", namespace=namespace).to_dict()
     running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
     assert running["reason"] == "Successful"
     assert running["ansibleResult"]["failures"] == 0
     assert running["ansibleResult"]["ok"] >= 3
     assert "cache.example.com/finalizer" in cr["metadata"]["finalizers"]
 
-    memcached.patch(
+    memcached_crd.patch(
         name="memcached-sample",
         namespace=namespace,
         body={"spec": {"size": 1}},
@@ -93,9 +85,9 @@ def test_create_scale_delete(
     )
 
     assert _get(configmaps, "memcached-sample-marker", namespace) is not None
-    memcached.delete(name="memcached-sample", namespace=namespace)
+    memcached_crd.delete(name="memcached-sample", namespace=namespace)
     wait_for(
-        lambda: _get(memcached, "memcached-sample", namespace) is None,
+        lambda: _get(memcached_crd, "memcached-sample", namespace) is None,
         timeout=60,
         message="CR deleted",
     )

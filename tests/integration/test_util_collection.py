@@ -21,13 +21,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from kubernetes.dynamic.exceptions import ResourceNotFoundError
-from support.kube import apply, condition, wait_for
+from support.kube import apply, condition
 
 from runner.collections_path import bundled_collections_path
 
-REPO = Path(__file__).resolve().parents[2]
-CRD = REPO / "config" / "crd" / "bases" / "cache.example.com_memcacheds.yaml"
 API_VERSION = "cache.example.com/v1alpha1"
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
@@ -103,30 +100,6 @@ def status_task(name: str, namespace: str, **params: Any) -> dict[str, Any]:
 
 
 # --- fixtures ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def memcached_crd(dyn: Any) -> Any:
-    apply(dyn, CRD)
-    crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
-
-    def established() -> bool:
-        crd = crds.get(name="memcacheds.cache.example.com").to_dict()
-        return any(
-            c["type"] == "Established" and c["status"] == "True"
-            for c in (crd.get("status") or {}).get("conditions") or []
-        )
-
-    wait_for(established, timeout=30, message="CRD memcacheds.cache.example.com Established")
-
-    def served() -> Any:
-        try:
-            return dyn.resources.get(api_version=API_VERSION, kind="Memcached")
-        except ResourceNotFoundError:
-            dyn.resources.invalidate_cache()  # discovery is cached; the CRD is newer
-            return None
-
-    return wait_for(served, timeout=30, message="Memcached served by discovery")
 
 
 @pytest.fixture

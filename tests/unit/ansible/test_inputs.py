@@ -106,7 +106,7 @@ def test_render_inputs_role() -> None:
         envvars={"K8S_AUTH_KUBECONFIG": "/k", "KUBECONFIG": "/k"},
         cmdline="'--tags deploy'",
     )
-    files = render_inputs(req, environ={})
+    files = render_inputs(req, environ={}, data_dir=Path("/d"))
     assert set(files) == {
         "env/extravars",
         "env/envvars",
@@ -146,14 +146,14 @@ def test_render_inputs_role() -> None:
 def test_render_inputs_files(
     overrides: dict[str, Any], environ: dict[str, str], present: set[str], absent: set[str]
 ) -> None:
-    files = render_inputs(request(**overrides), environ=environ)
+    files = render_inputs(request(**overrides), environ=environ, data_dir=Path("/d"))
     assert present <= set(files)
     assert not absent & set(files)
     assert {"env/extravars", "env/envvars"} <= set(files)
 
 
 def test_render_inputs_empty_envvars_and_venv() -> None:
-    files = render_inputs(request(), environ={"VIRTUAL_ENV": "/v"})
+    files = render_inputs(request(), environ={"VIRTUAL_ENV": "/v"}, data_dir=Path("/d"))
     assert files["env/envvars"] == "{}"
     assert files["env/extravars"] == "{}"
     assert files["inventory/hosts"].endswith("ansible_python_interpreter=/v/bin/python3")
@@ -287,3 +287,18 @@ def test_default_ident_is_a_random_integer() -> None:
     assert len(idents) == 5
     assert all(ident.isdigit() for ident in idents)
     assert new_ident().isdigit()
+
+
+def test_render_inputs_kubeconfig_points_the_run_at_its_own_file() -> None:
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "clusters": []}
+    files = render_inputs(
+        request(kubeconfig=kubeconfig, envvars={"EXTRA": "1"}),
+        environ={},
+        data_dir=Path("/d"),
+    )
+    assert json.loads(files["kubeconfig"]) == kubeconfig
+    assert json.loads(files["env/envvars"]) == {
+        "EXTRA": "1",
+        "K8S_AUTH_KUBECONFIG": "/d/kubeconfig",
+        "KUBECONFIG": "/d/kubeconfig",
+    }

@@ -3,7 +3,9 @@
 The reconcile loop is level-based: it needs the latest object of a key and a nudge when
 something changed. The informer gives both: a store keyed by NamespacedName (objects
 stripped of `metadata.managedFields`, which nobody here reads and which dominate their size)
-and `on_event(type, new, old)` calls for ADDED, MODIFIED and DELETED.
+and `on_event(type, new, old)` calls for ADDED, MODIFIED and DELETED. It lives at the API
+edge because two layers read it: the engine (primary resources) and the proxy (its cache
+and the dependent watches, which add their own handlers to a shared informer).
 
 Each namespace (or the whole cluster) is one stream: a paginated LIST compared with the
 store — so the first list emits ADDED for everything and a relist after 410 Gone emits only
@@ -83,7 +85,7 @@ class Informer:
             None if namespaces is None or "" in namespaces else tuple(dict.fromkeys(namespaces))
         )
         self._selector = label_selector
-        self._on_event = on_event
+        self._handlers: list[EventHandler] = [on_event] if on_event is not None else []
         self._page_size = page_size
         self._watch_timeout = watch_timeout
         self._backoff_base = backoff_base
@@ -94,6 +96,11 @@ class Informer:
         self._stop = asyncio.Event()
         self.synced = asyncio.Event()
 
+    def add_handler(self, handler: EventHandler) -> None:
+        """Also call `handler` for every later event (objects already stored are not
+        replayed: callers that need them read the store)."""
+        self._handlers.append(handler)
+
     # -- reading ----------------------------------------------------------------------
 
     def get(self, key: NamespacedName) -> dict[str, Any] | None:
@@ -101,6 +108,13 @@ class Informer:
 
     def list(self) -> list[dict[str, Any]]:
         return list(self._store.values())
+
+    @property
+    def resource_version(self) -> str:
+        """Where a watch of everything in the store would start: the newest resourceVersion
+        any stream has seen ("" before the first list)."""
+        versions = [rv for rv in self._resume.values() if rv]
+        return max(versions, key=lambda rv: (len(rv), rv)) if versions else ""
 
     def keys(self) -> builtins.list[NamespacedName]:
         return list(self._store)
@@ -221,7 +235,9 @@ class Informer:
         )
         seen: set[NamespacedName] = set()
         for item in items:
-            obj = strip(item)
+            # LIST items carry no apiVersion/kind; watch events do. Readers (the proxy
+            # cache) hand objects out as the API would, so fill them in.
+            obj = {"apiVersion": self.gvk.api_version, "kind": self.gvk.kind, **strip(item)}
             key = object_key(obj)
             seen.add(key)
             old = self._store.get(key)
@@ -277,12 +293,13 @@ class Informer:
         self._emit(ADDED if old is None else MODIFIED, obj, old)
 
     def _emit(self, kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if self._on_event is None:
-            return
-        try:
-            self._on_event(kind, new, old)
-        except Exception:
-            log.exception("event handler failed on %s %s %s", kind, self.gvk.kind, object_key(new))
+        for handler in self._handlers:
+            try:
+                handler(kind, new, old)
+            except Exception:
+                log.exception(
+                    "event handler failed on %s %s %s", kind, self.gvk.kind, object_key(new)
+                )
 
 
 __all__ = ["Informer", "object_key", "strip"]

@@ -1,0 +1,348 @@
+"""The API proxy: the Kubernetes endpoint every Ansible run talks to.
+
+Each run's kubeconfig points at this loopback server with the owning CR encoded as the
+basic-auth user name (`owner.py`). For every request the proxy:
+
+1. answers GET/LIST of kinds it watches from the informer cache (`X-Cache: HIT`) when
+   it safely can (`_cacheable`), re-registering the dependent watch of an owned object
+   read that way (which is how watches come back after an operator restart);
+2. otherwise forwards the request to the API server with the operator's own credentials
+   (whatever Authorization the client sent is dropped), streaming watch responses;
+3. on a create by a run, adds the owner reference (or the primary-resource annotations
+   across namespaces) to the new object, and once the API server accepted it, starts
+   the dependent watch of its kind for the owner's watch.
+
+It binds to loopback only unless told otherwise: anyone who reaches it acts with the
+operator's credentials.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from runner.errors import ProxyError
+from runner.k8s.client import APIResource, KubeClient
+from runner.k8s.errors import APIError
+from runner.proxy.cache import InformerCache
+from runner.proxy.dependents import DependentWatches
+from runner.proxy.filtering import filter_objects, list_body
+from runner.proxy.owner import Injection, Owner, inject_owner, owner_from_basic_auth, owners_of
+from runner.proxy.requestinfo import RequestInfo, parse_request
+from runner.structs import GVK, NamespacedName
+from runner.watches import Watch
+
+log = logging.getLogger("ansible-operator.proxy")
+
+# Never passed on: credentials (ours replace them) and hop-by-hop or length headers that
+# aiohttp sets itself for what it actually sends.
+_DROPPED_REQUEST_HEADERS = frozenset(
+    ("authorization", "host", "connection", "keep-alive", "content-length", "transfer-encoding")
+)
+_DROPPED_RESPONSE_HEADERS = frozenset(
+    ("connection", "keep-alive", "content-length", "transfer-encoding", "content-encoding")
+)
+_READABLE = frozenset(("get", "list", "watch"))
+_CACHED_SUBRESOURCES = frozenset(("", "status"))
+
+
+@dataclass
+class ProxyStats:
+    """Counters for benchmarks and logs."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    injected: int = 0
+
+
+class ProxyServer:
+    """Serves the Kubernetes API to Ansible runs on `host:port` (port 0: a free one)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        watches: Sequence[Watch],
+        namespaces: Sequence[str] | None,
+        cache: InformerCache,
+        dependents: DependentWatches,
+        inject_owner_ref: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 8888,
+        allow_remote: bool = False,
+    ) -> None:
+        if not allow_remote and not _is_loopback(host):
+            raise ProxyError(
+                f"the API proxy acts with the operator's credentials: refusing to listen on "
+                f"{host!r}; use a loopback address (127.0.0.1, ::1, localhost)"
+            )
+        self._client = client
+        self._watches = {watch.gvk: watch for watch in watches}
+        self._namespaces = None if not namespaces or "" in namespaces else frozenset(namespaces)
+        self._cache = cache
+        self._dependents = dependents
+        self._inject = inject_owner_ref
+        self._host = host
+        self._requested_port = port
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.stats = ProxyStats()
+        self._all_blacklisted = frozenset(gvk for watch in watches for gvk in watch.blacklist)
+
+    async def start(self) -> int:
+        """Listen; return the port actually bound."""
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self._host, self._requested_port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as err:
+            await runner.cleanup()
+            raise ProxyError(
+                f"the API proxy cannot listen on {self._host}:{self._requested_port}: {err} "
+                "(choose another with --proxy-port; 0 picks a free port)"
+            ) from err
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+        log.info("API proxy listening on %s:%d", self._host, self.port)
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        log.info(
+            "API proxy stopped: %d requests, %d answered from the cache, %d owners injected",
+            self.stats.requests,
+            self.stats.cache_hits,
+            self.stats.injected,
+        )
+
+    # -- one request ------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.stats.requests += 1
+        owner = owner_from_basic_auth(request.headers.get("Authorization"))
+        info = parse_request(request.method, request.path, dict(request.query))
+        resource = await self._resource(info)
+        if resource is not None and self._cacheable(info, resource, owner):
+            cached = await self._from_cache(info, resource, owner, request.query)
+            if cached is not None:
+                self.stats.cache_hits += 1
+                return cached
+        body = await request.read() if request.body_exists else None
+        injection = None
+        if body and owner is not None and resource is not None and self._injectable(info, resource):
+            body, injection = self._with_owner(body, owner, info, resource)
+        response = await self._forward(request, info, body)
+        if injection is not None and resource is not None and response.status < 300:
+            self.stats.injected += 1
+            self._register(resource, owner, injection, namespace=info.namespace)
+        return response
+
+    async def _resource(self, info: RequestInfo) -> APIResource | None:
+        if not info.is_resource or not info.resource:
+            return None
+        try:
+            return await self._client.resource_for_plural(info.group, info.version, info.resource)
+        except APIError:
+            return None
+
+    # -- the cache ----------------------------------------------------------------------
+
+    def _cacheable(self, info: RequestInfo, resource: APIResource, owner: Owner | None) -> bool:
+        if info.verb not in ("get", "list") or info.subresource not in _CACHED_SUBRESOURCES:
+            return False
+        if not resource.verbs >= _READABLE:
+            return False
+        if _gvk(resource) in self._blacklist(owner):
+            return False
+        if resource.namespaced and self._namespaces is not None:
+            return info.namespace in self._namespaces
+        return True
+
+    def _blacklist(self, owner: Owner | None) -> frozenset[GVK]:
+        watch = self._watch_of(owner)
+        return frozenset(watch.blacklist) if watch is not None else self._all_blacklisted
+
+    async def _from_cache(
+        self,
+        info: RequestInfo,
+        resource: APIResource,
+        owner: Owner | None,
+        query: Mapping[str, str],
+    ) -> web.Response | None:
+        gvk = _gvk(resource)
+        informer = await self._cache.synced(gvk)
+        if informer is None:
+            return None
+        namespace = info.namespace if resource.namespaced else ""
+        if info.verb == "get":
+            obj = informer.get(NamespacedName(namespace=namespace, name=info.name))
+            if obj is None:
+                return None  # maybe created a moment ago: ask the API server
+            if owner is not None:
+                self._reregister(resource, owner, obj)
+            return _cache_hit(obj)
+        try:
+            items = filter_objects(
+                informer.list(),
+                namespace=namespace,
+                label_selector=query.get("labelSelector", ""),
+                field_selector=query.get("fieldSelector", ""),
+            )
+        except ValueError:
+            return None  # a selector we cannot evaluate: the API server can
+        return _cache_hit(
+            list_body(
+                items,
+                api_version=gvk.api_version,
+                kind=resource.kind,
+                resource_version=informer.resource_version,
+            )
+        )
+
+    # -- owners and dependent watches ---------------------------------------------------
+
+    def _injectable(self, info: RequestInfo, resource: APIResource) -> bool:
+        return (
+            self._inject
+            and info.verb == "create"
+            and not info.subresource
+            and resource.verbs >= _READABLE
+        )
+
+    def _with_owner(
+        self, body: bytes, owner: Owner, info: RequestInfo, resource: APIResource
+    ) -> tuple[bytes, Injection | None]:
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            return body, None  # YAML or protobuf bodies are passed on untouched
+        if not isinstance(obj, dict):
+            return body, None
+        namespace = info.namespace if resource.namespaced else ""
+        new, injection = inject_owner(obj, owner, namespace=namespace)
+        return json.dumps(new).encode(), injection
+
+    def _reregister(self, resource: APIResource, owner: Owner, obj: Mapping[str, Any]) -> None:
+        owner_key = NamespacedName(namespace=owner.namespace, name=owner.name)
+        found = owners_of(obj, group=owner.group, kind=owner.kind)
+        if not any(key.name == owner_key.name for key in found):
+            return
+        references = (obj.get("metadata") or {}).get("ownerReferences") or []
+        by_reference = any(ref.get("uid") == owner.uid for ref in references)
+        meta = obj.get("metadata") or {}
+        injection = Injection.REFERENCE if by_reference else Injection.ANNOTATIONS
+        self._register(resource, owner, injection, namespace=str(meta.get("namespace") or ""))
+
+    def _register(
+        self,
+        resource: APIResource,
+        owner: Owner | None,
+        injection: Injection,
+        *,
+        namespace: str,
+    ) -> None:
+        watch = self._watch_of(owner)
+        if owner is None or watch is None or not watch.watch_dependent_resources:
+            return
+        dependent = _gvk(resource)
+        if not self._inject or dependent in watch.blacklist:
+            return
+        if self._namespaces is not None and namespace not in self._namespaces:
+            return
+        if (
+            injection is Injection.ANNOTATIONS
+            and not resource.namespaced
+            and not watch.watch_cluster_scoped_resources
+        ):
+            return
+        self._dependents.ensure(dependent, watch.gvk, primary_namespaced=not owner.cluster_scoped)
+
+    def _watch_of(self, owner: Owner | None) -> Watch | None:
+        if owner is None:
+            return None
+        return self._watches.get(GVK.from_api_version(owner.api_version, owner.kind))
+
+    # -- forwarding ---------------------------------------------------------------------
+
+    async def _forward(
+        self, request: web.Request, info: RequestInfo, body: bytes | None
+    ) -> web.StreamResponse:
+        headers = {
+            name: value
+            for name, value in request.headers.items()
+            if name.lower() not in _DROPPED_REQUEST_HEADERS
+        }
+        try:
+            upstream = await self._client.forward(
+                request.method,
+                request.rel_url.raw_path,
+                query=list(request.query.items()),
+                headers=headers,
+                data=body,
+            )
+        except APIError as err:
+            log.warning("API proxy: %s %s: %s", request.method, request.path, err)
+            return web.json_response(_status_body(503, str(err)), status=503)
+        try:
+            response_headers = {
+                name: value
+                for name, value in upstream.headers.items()
+                if name.lower() not in _DROPPED_RESPONSE_HEADERS
+            }
+            if info.verb != "watch":
+                content = await upstream.read()
+                return web.Response(status=upstream.status, body=content, headers=response_headers)
+            streamed = web.StreamResponse(status=upstream.status, headers=response_headers)
+            await streamed.prepare(request)
+            try:
+                async for chunk in upstream.content.iter_any():
+                    await streamed.write(chunk)
+                await streamed.write_eof()
+            except (ConnectionResetError, OSError):
+                log.debug("API proxy: the client of a watch went away")
+            return streamed
+        finally:
+            upstream.release()
+
+
+def _gvk(resource: APIResource) -> GVK:
+    return GVK(group=resource.group, version=resource.version, kind=resource.kind)
+
+
+def _cache_hit(body: Mapping[str, Any]) -> web.Response:
+    return web.Response(
+        text=json.dumps(body, indent=2),
+        content_type="application/json",
+        headers={"X-Cache": "HIT"},
+    )
+
+
+def _status_body(code: int, message: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "status": "Failure",
+        "message": message,
+        "reason": "ServiceUnavailable",
+        "code": code,
+    }
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

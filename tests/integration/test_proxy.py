@@ -1,0 +1,311 @@
+"""The API proxy in-process against the real API server: credentials, owner injection,
+the cache, streaming watches, dependent-watch registration, and where it may listen."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from runner.errors import ProxyError
+from runner.k8s.client import KubeClient
+from runner.proxy.cache import InformerCache
+from runner.proxy.dependents import DependentWatches
+from runner.proxy.owner import (
+    PRIMARY_RESOURCE_ANNOTATION,
+    PRIMARY_RESOURCE_TYPE_ANNOTATION,
+    Owner,
+    encode_owner,
+)
+from runner.proxy.server import ProxyServer
+from runner.structs import GVK, NamespacedName
+from runner.watches import Watch
+
+MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
+CONFIGMAP = GVK("", "v1", "ConfigMap")
+SECRET = GVK("", "v1", "Secret")
+
+
+@dataclass
+class Proxy:
+    server: ProxyServer
+    url: str
+    cache: InformerCache
+    dependents: DependentWatches
+    enqueued: list[tuple[GVK, NamespacedName]] = field(default_factory=list)
+
+
+@pytest.fixture
+async def start_proxy(kube: KubeClient) -> AsyncIterator[Callable[..., Any]]:
+    started: list[tuple[ProxyServer, InformerCache]] = []
+
+    async def start() -> Proxy:
+        cache = InformerCache(kube, namespaces=None)
+        enqueued: list[tuple[GVK, NamespacedName]] = []
+        dependents = DependentWatches(cache, enqueue=lambda gvk, key: enqueued.append((gvk, key)))
+        watch = Watch(gvk=MEMCACHED, role=Path("/unused"), blacklist=(SECRET,))
+        server = ProxyServer(
+            kube, watches=[watch], namespaces=None, cache=cache, dependents=dependents, port=0
+        )
+        started.append((server, cache))
+        port = await server.start()
+        return Proxy(server, f"http://127.0.0.1:{port}", cache, dependents, enqueued)
+
+    yield start
+    for server, cache in started:
+        await server.stop()
+        await cache.close()
+
+
+@pytest.fixture
+async def owner(kube: KubeClient, namespace: str) -> Owner:
+    """A real Memcached CR (garbage collection would remove dependents of a fake one)."""
+    created = await kube.create(
+        MEMCACHED,
+        {
+            "apiVersion": MEMCACHED.api_version,
+            "kind": "Memcached",
+            "metadata": {"name": "owner", "namespace": namespace},
+            "spec": {"size": 1},
+        },
+    )
+    return Owner(
+        api_version=MEMCACHED.api_version,
+        kind="Memcached",
+        name="owner",
+        uid=created["metadata"]["uid"],
+        namespace=namespace,
+    )
+
+
+def basic(owner: Owner) -> dict[str, str]:
+    token = base64.b64encode(f"{encode_owner(owner)}:unused".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+def configmap(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels},
+        "data": {"key": "value"},
+    }
+
+
+async def request(
+    method: str, url: str, *, headers: dict[str, str] | None = None, body: Any = None
+) -> tuple[int, dict[str, str], Any]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, url, headers=headers, json=body) as response,
+    ):
+        text = await response.text()
+        return response.status, dict(response.headers), json.loads(text) if text else None
+
+
+async def test_client_credentials_are_replaced_by_the_operators(
+    start_proxy: Callable[..., Any], kubeconfig: Path, namespace: str
+) -> None:
+    bogus = {"Authorization": "Bearer not-a-valid-token"}
+    config = yaml.safe_load(kubeconfig.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{server}/api/v1/namespaces/{namespace}", headers=bogus, ssl=False) as direct,
+    ):
+        assert direct.status == 401  # the token really is refused by the API server
+
+    proxy = await start_proxy()
+    status, _, body = await request(
+        "GET", f"{proxy.url}/api/v1/namespaces/{namespace}", headers=bogus
+    )
+    assert status == 200
+    assert body["metadata"]["name"] == namespace
+
+
+async def test_create_gets_an_owner_reference_and_starts_a_dependent_watch(
+    start_proxy: Callable[..., Any], owner: Owner, namespace: str
+) -> None:
+    proxy = await start_proxy()
+    status, _, created = await request(
+        "POST",
+        f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps",
+        headers=basic(owner),
+        body=configmap("owned"),
+    )
+    assert status == 201, created
+    assert created["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": MEMCACHED.api_version,
+            "kind": "Memcached",
+            "name": "owner",
+            "uid": owner.uid,
+        }
+    ]
+    assert proxy.dependents.watching(CONFIGMAP, MEMCACHED)
+    assert proxy.server.stats.injected == 1
+
+    # Without an owner identity the request is still served, untouched.
+    status, _, plain = await request(
+        "POST", f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps", body=configmap("plain")
+    )
+    assert status == 201
+    assert "ownerReferences" not in plain["metadata"]
+
+
+async def test_cross_namespace_create_gets_annotations(
+    start_proxy: Callable[..., Any], owner: Owner, kube: KubeClient, api_client: Any
+) -> None:
+    from kubernetes import client
+
+    other = f"t-proxy-other-{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": other}})
+    try:
+        proxy = await start_proxy()
+        status, _, created = await request(
+            "POST",
+            f"{proxy.url}/api/v1/namespaces/{other}/configmaps",
+            headers=basic(owner),
+            body=configmap("remote"),
+        )
+        assert status == 201, created
+        assert "ownerReferences" not in created["metadata"]
+        annotations = created["metadata"]["annotations"]
+        assert annotations[PRIMARY_RESOURCE_ANNOTATION] == f"{owner.namespace}/owner"
+        assert annotations[PRIMARY_RESOURCE_TYPE_ANNOTATION] == "Memcached.cache.example.com"
+
+        # Deleting it (by anyone) reconciles the owner.
+        await kube.delete(CONFIGMAP, name="remote", namespace=other)
+        await wait_until(lambda: (MEMCACHED, owner.key) in proxy.enqueued, message="owner enqueued")
+    finally:
+        core.delete_namespace(other)
+
+
+async def test_reads_of_watched_kinds_come_from_the_cache(
+    start_proxy: Callable[..., Any], owner: Owner, namespace: str
+) -> None:
+    proxy = await start_proxy()
+    base = f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps"
+    for name, tier in (("a", "web"), ("b", "db")):
+        status, _, _ = await request(
+            "POST", base, headers=basic(owner), body=configmap(name, tier=tier)
+        )
+        assert status == 201
+
+    async def cached_get() -> dict[str, Any] | None:
+        status, headers, body = await request("GET", f"{base}/a", headers=basic(owner))
+        assert status == 200
+        return body if headers.get("X-Cache") == "HIT" else None
+
+    body = await wait_until_value(cached_get, message="GET answered from the cache")
+    assert body["metadata"]["name"] == "a"
+    assert body["kind"] == "ConfigMap"
+
+    status, headers, listed = await request("GET", f"{base}?labelSelector=tier%3Dweb")
+    assert status == 200
+    assert headers.get("X-Cache") == "HIT"
+    assert listed["kind"] == "ConfigMapList"
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["a"]
+
+    # A missing object is not a cached 404: the API server answers.
+    status, headers, _ = await request("GET", f"{base}/missing")
+    assert status == 404
+    assert "X-Cache" not in headers
+
+    # Blacklisted kinds are never served from the cache.
+    status, headers, _ = await request(
+        "GET", f"{proxy.url}/api/v1/namespaces/{namespace}/secrets", headers=basic(owner)
+    )
+    assert status == 200
+    assert "X-Cache" not in headers
+    assert proxy.server.stats.cache_hits >= 2
+
+
+async def test_dependent_updates_that_matter_enqueue_the_owner(
+    start_proxy: Callable[..., Any], owner: Owner, namespace: str, kube: KubeClient
+) -> None:
+    proxy = await start_proxy()
+    status, _, _ = await request(
+        "POST",
+        f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps",
+        headers=basic(owner),
+        body=configmap("watched"),
+    )
+    assert status == 201
+    informer = await proxy.cache.synced(CONFIGMAP)  # the dependent watch's informer
+    assert informer is not None
+    await wait_until(
+        lambda: informer.get(NamespacedName(namespace, "watched")) is not None,
+        message="informer has the new ConfigMap",
+    )
+    assert proxy.enqueued == []  # creates never trigger
+
+    await kube.patch(CONFIGMAP, name="watched", namespace=namespace, body={"data": {"key": "x"}})
+    await wait_until(lambda: proxy.enqueued, message="owner enqueued after a data change")
+    assert proxy.enqueued == [(MEMCACHED, owner.key)]
+
+
+async def test_watch_requests_are_streamed(
+    start_proxy: Callable[..., Any], owner: Owner, namespace: str, kube: KubeClient
+) -> None:
+    proxy = await start_proxy()
+    url = f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps?watch=true&timeoutSeconds=5"
+    events: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        assert response.status == 200
+        obj = configmap("streamed")
+        obj["metadata"]["namespace"] = namespace
+        await kube.create(CONFIGMAP, obj)
+        async for line in response.content:
+            if line.strip():
+                events.append(json.loads(line))
+            if any(e["object"]["metadata"]["name"] == "streamed" for e in events):
+                break
+    assert any(e["type"] == "ADDED" for e in events)
+
+
+async def test_listens_on_loopback_only_unless_asked(kube: KubeClient) -> None:
+    cache = InformerCache(kube, namespaces=None)
+    dependents = DependentWatches(cache, enqueue=lambda gvk, key: None)
+    options: dict[str, Any] = {"watches": [], "namespaces": None, "cache": cache}
+    with pytest.raises(ProxyError, match="refusing to listen"):
+        ProxyServer(kube, host="0.0.0.0", dependents=dependents, **options)
+    ProxyServer(kube, host="0.0.0.0", allow_remote=True, dependents=dependents, **options)
+    ProxyServer(kube, host="::1", dependents=dependents, **options)
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = ProxyServer(kube, port=taken.getsockname()[1], dependents=dependents, **options)
+        with pytest.raises(ProxyError, match="cannot listen"):
+            await busy.start()
+    await cache.close()
+
+
+async def wait_until(probe: Callable[[], Any], *, message: str, timeout: float = 15) -> None:
+    async def value() -> Any:
+        return probe()
+
+    await wait_until_value(value, message=message, timeout=timeout)
+
+
+async def wait_until_value(probe: Callable[[], Any], *, message: str, timeout: float = 15) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = await probe()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s: {message}")
+        await asyncio.sleep(0.1)
