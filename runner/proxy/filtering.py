@@ -164,7 +164,9 @@ class _LabelParser:
 
     def _error(self, found: _Token, expected: str) -> ValueError:
         shown = repr(found.text) if found.kind != _END else "the end of the selector"
-        return ValueError(f"invalid label selector {self.text!r}: found {shown}, expected {expected}")
+        return ValueError(
+            f"invalid label selector {self.text!r}: found {shown}, expected {expected}"
+        )
 
     def parse(self) -> list[_Requirement]:
         requirements: list[_Requirement] = []
