@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import re
 import signal
 from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +22,23 @@ from runner import watches as watches_mod
 from runner.ansible.backend import RunnerBackend
 from runner.collections_path import bundled_collections_path
 from runner.durations import parse_duration
+from runner.engine.leader import LeaderElector, LeaderSettings
 from runner.engine.manager import Manager
 from runner.engine.reconciler import RunSettings
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.observability import logging as logs
+from runner.observability.events import EventRecorder
+from runner.observability.metrics import OperatorMetrics
+from runner.observability.serving import (
+    HealthServer,
+    KubeAuthorizer,
+    MetricsServer,
+    parse_bind_address,
+    tls_context,
+)
+from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS_ENV
+from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import Owner, proxy_kubeconfig
@@ -34,6 +49,7 @@ log = logging.getLogger("ansible-operator")
 
 # The Go operator's base; a writable volume there keeps a read-only root fs working.
 DEFAULT_RUNNER_DIR = "/tmp/ansible-operator/runner"
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
 
 
@@ -101,6 +117,55 @@ def owner_of(obj: Mapping[str, Any]) -> Owner:
     )
 
 
+def leader_settings(
+    args: argparse.Namespace, environ: Mapping[str, str], namespaces: list[str] | None
+) -> LeaderSettings | None:
+    """The Lease to elect a leader with, or None without `--leader-elect`."""
+    if not (args.leader_elect or args.enable_leader_election):
+        return None
+    name = args.leader_election_id or environ.get("OPERATOR_NAME", "")
+    if not name:
+        # Replicas of one operator run in the same directory layout: derive the id from it.
+        slug = re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-") or "operator"
+        name = f"{slug}-ansible-operator-lock"
+    namespace = args.leader_election_namespace or environ.get("POD_NAMESPACE", "")
+    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
+        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
+    if not namespace and namespaces:
+        namespace = namespaces[0]
+    if not namespace:
+        raise ConfigError(
+            "--leader-elect: no namespace for the Lease; outside a pod pass "
+            "--leader-election-namespace (or set WATCH_NAMESPACE)"
+        )
+    return LeaderSettings(
+        name=name,
+        namespace=namespace,
+        lease_duration=_duration("--leader-elect-lease-duration", args.leader_elect_lease_duration),
+        renew_deadline=_duration("--leader-elect-renew-deadline", args.leader_elect_renew_deadline),
+        retry_period=_duration("--leader-elect-retry-period", args.leader_elect_retry_period),
+    )
+
+
+@dataclass(frozen=True)
+class _Endpoints:
+    metrics: tuple[str, int] | None
+    health: tuple[str, int] | None
+    user_metrics: tuple[str, int] | None
+
+
+def endpoints(args: argparse.Namespace) -> _Endpoints:
+    if args.metrics_require_rbac and not args.metrics_secure:
+        raise ConfigError("--metrics-require-rbac needs --metrics-secure")
+    return _Endpoints(
+        metrics=parse_bind_address("--metrics-bind-address", args.metrics_bind_address),
+        health=parse_bind_address("--health-probe-bind-address", args.health_probe_bind_address),
+        user_metrics=parse_bind_address(
+            "--user-metrics-bind-address", args.user_metrics_bind_address
+        ),
+    )
+
+
 async def _serve(
     args: argparse.Namespace,
     loaded: tuple[watches_mod.Watch, ...],
@@ -108,61 +173,90 @@ async def _serve(
     namespaces: list[str] | None,
     graceful: float,
 ) -> int:
-    kubeconfig = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
-    client = await KubeClient.connect(kubeconfig=kubeconfig)
-    cache = InformerCache(client, namespaces=namespaces)
-    manager: Manager | None = None
+    environ = os.environ
+    served = endpoints(args)
+    leadership = leader_settings(args, environ, namespaces)
+    kubeconfig = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    async with contextlib.AsyncExitStack() as stack:
+        client = await KubeClient.connect(kubeconfig=kubeconfig)
+        stack.push_async_callback(client.close)
+        metrics = OperatorMetrics()
+        run_env: dict[str, str] = {}
+        if served.user_metrics is not None:
+            user_metrics = UserMetricsServer(
+                UserMetrics(metrics.registry),
+                host=served.user_metrics[0],
+                port=served.user_metrics[1],
+            )
+            try:
+                await user_metrics.start()
+                stack.push_async_callback(user_metrics.stop)
+                run_env[USER_METRICS_ADDRESS_ENV] = user_metrics.address
+            except OSError as err:
+                log.warning("osdk_metric endpoint disabled: cannot listen: %s", err)
 
-    def enqueue(gvk: GVK, key: NamespacedName) -> None:
-        if manager is not None:
-            manager.enqueue(gvk, key)
+        cache = InformerCache(client, namespaces=namespaces)
+        stack.push_async_callback(cache.close)
+        manager: Manager | None = None
 
-    proxy = ProxyServer(
-        client,
-        watches=loaded,
-        namespaces=namespaces,
-        cache=cache,
-        dependents=DependentWatches(cache, enqueue=enqueue),
-        inject_owner_ref=args.inject_owner_ref,
-        port=args.proxy_port,
-    )
-    try:
+        def enqueue(gvk: GVK, key: NamespacedName) -> None:
+            if manager is not None:
+                manager.enqueue(gvk, key)
+
+        proxy = ProxyServer(
+            client,
+            watches=loaded,
+            namespaces=namespaces,
+            cache=cache,
+            dependents=DependentWatches(cache, enqueue=enqueue),
+            inject_owner_ref=args.inject_owner_ref,
+            port=args.proxy_port,
+        )
         port = await proxy.start()
-    except BaseException:
-        await client.close()
-        raise
-    backend = RunnerBackend(
-        base_dir=Path(
-            os.environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", "/tmp/ansible-operator/runner")
-        ),
-        log_events=args.ansible_log_events,
-        debug_logs=os.environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
-    )
-    settings = RunSettings(
-        kubeconfig=kubeconfig,
-        run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),
-        ansible_args=args.ansible_args,
-    )
-    manager = Manager(
-        client=client,
-        watches=loaded,
-        backend=backend,
-        settings=settings,
-        namespaces=namespaces,
-        max_workers=args.max_workers,
-        graceful_shutdown_timeout=graceful,
-    )
-    for controller in manager.controllers:
-        cache.adopt(controller.informer)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await manager.run(stop)
-    finally:
-        await backend.close()
-        await proxy.stop()
-        await cache.close()
-        await client.close()
-    return 0
+        stack.push_async_callback(proxy.stop)
+        backend = RunnerBackend(
+            base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
+            log_events=args.ansible_log_events,
+            debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
+        )
+        stack.push_async_callback(backend.close)
+        settings = RunSettings(
+            kubeconfig=kubeconfig,
+            run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),
+            ansible_args=args.ansible_args,
+            environ=run_env,
+        )
+        manager = Manager(
+            client=client,
+            watches=loaded,
+            backend=backend,
+            settings=settings,
+            namespaces=namespaces,
+            max_workers=args.max_workers,
+            graceful_shutdown_timeout=graceful,
+            metrics=metrics,
+            events=EventRecorder(client),
+            leader=LeaderElector(client, leadership) if leadership else None,
+        )
+        for controller in manager.controllers:
+            cache.adopt(controller.informer)
+        if served.health is not None:
+            health = HealthServer(served.health, ready=manager.ready)
+            await health.start()
+            stack.push_async_callback(health.stop)
+        if served.metrics is not None:
+            metrics_server = MetricsServer(
+                metrics.registry,
+                served.metrics,
+                authorize=KubeAuthorizer(client) if args.metrics_require_rbac else None,
+            )
+            tls = tls_context(args.metrics_cert_path) if args.metrics_secure else None
+            await metrics_server.start(ssl_context=tls)
+            stack.push_async_callback(metrics_server.stop)
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        return await manager.run(stop)
+    return 0  # not reached: the stack's body returns

@@ -66,6 +66,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics-bind-address", "--metrics-addr", default=":8443", help="'0' disables"
     )
     _add_bool(serving, "--metrics-secure", default=False, help="serve metrics over HTTPS")
+    serving.add_argument(
+        "--metrics-cert-path",
+        default="",
+        help="directory with tls.crt and tls.key for --metrics-secure (default: self-signed)",
+    )
+    serving.add_argument(
+        "--user-metrics-bind-address",
+        default="127.0.0.1:5050",
+        help="where operator_sdk.util.osdk_metric tasks send metrics (loopback; '0' disables)",
+    )
     _add_bool(
         serving,
         "--metrics-require-rbac",

@@ -19,7 +19,9 @@ from runner.engine.predicates import should_reconcile
 from runner.engine.queue import WorkQueue
 from runner.engine.reconciler import Outcome, Reconciler, RunSettings
 from runner.k8s.client import KubeClient
-from runner.k8s.informer import Informer
+from runner.k8s.informer import DELETED, Informer
+from runner.observability.events import EventRecorder
+from runner.observability.metrics import ControllerMetrics, OperatorMetrics
 from runner.structs import NamespacedName
 from runner.watches import Watch
 
@@ -43,25 +45,41 @@ class Controller:
         settings: RunSettings,
         namespaces: Sequence[str] | None,
         global_limit: asyncio.Semaphore | None = None,
+        metrics: OperatorMetrics | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         self.watch = watch
         self.name = f"{watch.gvk.kind}-{watch.gvk.version}-controller".lower()
-        self.queue: WorkQueue[NamespacedName] = WorkQueue()
+        self._workers = max(1, watch.max_concurrent_reconciles)
+        self._operator_metrics = metrics
+        self._metrics: ControllerMetrics | None = (
+            metrics.controller(self.name, workers=self._workers) if metrics else None
+        )
+        self.queue: WorkQueue[NamespacedName] = WorkQueue(metrics=self._metrics)
         # The selector is applied by the predicates (as the original does), so the
         # informer sees every object and notices labels that start to match.
         self.informer = Informer(
             client, watch.gvk, namespaces=namespaces, label_selector=None, on_event=self._on_event
         )
         self.reconciler = Reconciler(
-            watch=watch, client=client, backend=backend, settings=settings, read=self.informer.get
+            watch=watch,
+            client=client,
+            backend=backend,
+            settings=settings,
+            read=self.informer.get,
+            events=events,
         )
-        self._workers = max(1, watch.max_concurrent_reconciles)
         self._global_limit = global_limit
         self._tasks: list[asyncio.Task[None]] = []
         self.active = 0
         self.reconciles = 0
 
     def _on_event(self, event: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if self._operator_metrics is not None:
+            if event == DELETED:
+                self._operator_metrics.resource_deleted(self.watch.gvk, new)
+            else:
+                self._operator_metrics.resource_seen(self.watch.gvk, new)
         if should_reconcile(
             event,
             new,
@@ -97,16 +115,21 @@ class Controller:
 
     async def _reconcile(self, key: NamespacedName) -> Outcome:
         self.active += 1
+        started = self._metrics.started() if self._metrics else 0.0
+        outcome = Outcome(error="cancelled")
         try:
-            return await self.reconciler.reconcile(key)
+            outcome = await self.reconciler.reconcile(key)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a broken CR must never stop the controller
             log.exception("reconcile of %s %s raised", self.watch.gvk.kind, key)
-            return Outcome(error=f"{type(err).__name__}: {err}")
+            outcome = Outcome(error=f"{type(err).__name__}: {err}")
         finally:
             self.active -= 1
             self.reconciles += 1
+            if self._metrics is not None:
+                self._metrics.finished(self.watch.gvk, started, result=_result_label(outcome))
+        return outcome
 
     def _apply(self, key: NamespacedName, outcome: Outcome) -> None:
         if outcome.error is not None:
@@ -122,6 +145,12 @@ class Controller:
         self.queue.forget(key)
         if outcome.requeue_after is not None:
             self.queue.add_after(key, outcome.requeue_after)
+
+    def enqueue_all(self) -> None:
+        """Reconcile every known CR again (a new leader starts from its cache)."""
+        keys = self.informer.keys()
+        for key in keys:
+            self.queue.add(key)
 
     async def stop(self, *, timeout: float) -> None:
         """Stop taking work; let reconciles in flight finish for up to `timeout` s."""
@@ -139,3 +168,9 @@ class Controller:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+
+
+def _result_label(outcome: Outcome) -> str:
+    if outcome.error is not None:
+        return "error"
+    return "requeue_after" if outcome.requeue_after is not None else "success"

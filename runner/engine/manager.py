@@ -1,15 +1,26 @@
-"""The Manager owns the controllers of every watch and stops them gracefully."""
+"""The Manager owns the controllers of every watch, leadership, and the graceful stop.
+
+Without leader election the controllers start at once. With it, the manager first waits
+for the Lease; a standby runs nothing but the election. Losing the Lease stops every
+controller at once and makes `run` return 1 (the Go operator exits then, too, so the
+pod restarts as a fresh standby); a graceful stop releases the Lease for a quick handover.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
 from runner.engine.controller import Controller
+from runner.engine.leader import LeaderElector
 from runner.engine.reconciler import RunSettings
 from runner.k8s.client import KubeClient
+from runner.observability.events import EventRecorder
+from runner.observability.metrics import OperatorMetrics
 from runner.structs import GVK, NamespacedName
 from runner.watches import Watch
 
@@ -29,8 +40,13 @@ class Manager:
         namespaces: Sequence[str] | None,
         max_workers: int = 0,
         graceful_shutdown_timeout: float = 30.0,
+        metrics: OperatorMetrics | None = None,
+        events: EventRecorder | None = None,
+        leader: LeaderElector | None = None,
     ) -> None:
         self._graceful = graceful_shutdown_timeout
+        self._leader = leader
+        self._started = False
         limit = asyncio.Semaphore(max_workers) if max_workers > 0 else None
         self.controllers = [
             Controller(
@@ -40,6 +56,8 @@ class Manager:
                 settings=settings,
                 namespaces=namespaces,
                 global_limit=limit,
+                metrics=metrics,
+                events=events,
             )
             for watch in watches
         ]
@@ -51,18 +69,68 @@ class Manager:
                 controller.queue.add(key)
 
     async def start(self) -> None:
+        self._started = True
         for controller in self.controllers:
             await controller.start()
 
     async def wait_synced(self) -> None:
         await asyncio.gather(*(c.wait_synced() for c in self.controllers))
 
-    async def run(self, stop: asyncio.Event) -> None:
-        await self.start()
-        await stop.wait()
-        await self.shutdown()
+    def ready(self) -> tuple[bool, str]:
+        """For /readyz: synced (leader or no election), or a standby that reaches the API."""
+        if self._leader is not None and not self._leader.is_leader:
+            if self._leader.healthy:
+                return True, ""
+            return False, "standby: the API server did not answer the last lease check"
+        if not self._started:
+            return False, "controllers not started"
+        unsynced = [c.name for c in self.controllers if not c.informer.synced.is_set()]
+        if unsynced:
+            return False, "not synced: " + ", ".join(unsynced)
+        return True, ""
 
-    async def shutdown(self) -> None:
-        log.info("stopping: waiting up to %.0f s for running reconciles", self._graceful)
-        await asyncio.gather(*(c.stop(timeout=self._graceful) for c in self.controllers))
+    async def run(self, stop: asyncio.Event) -> int:
+        """Serve until `stop` is set (0) or the Lease is lost (1)."""
+        lost = asyncio.Event()
+        holder: asyncio.Task[None] | None = None
+        if self._leader is not None:
+            if not await _first(self._leader.acquire(), stop.wait()):
+                return 0  # stopped while standing by
+            holder = asyncio.create_task(self._leader.hold(lost.set), name="lease-holder")
+        await self.start()
+        await _first(stop.wait(), lost.wait())
+        if holder is not None:
+            holder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await holder
+        if lost.is_set():
+            await self.shutdown(timeout=0)  # another replica leads now: stop at once
+            return 1
+        await self.shutdown()
+        if self._leader is not None:
+            await self._leader.release()
+        return 0
+
+    async def shutdown(self, *, timeout: float | None = None) -> None:
+        grace = self._graceful if timeout is None else timeout
+        log.info("stopping: waiting up to %.0f s for running reconciles", grace)
+        await asyncio.gather(*(c.stop(timeout=grace) for c in self.controllers))
         log.info("stopped")
+
+
+async def _first(*waits: Coroutine[Any, Any, object]) -> bool:
+    """Await several coroutines until one finishes; cancel the others. True when the
+    first of them is among those that finished."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    first = tasks[0]
+    if first in done and not first.cancelled():
+        error = first.exception()
+        if error is not None:
+            raise error
+    return first in done

@@ -9,7 +9,8 @@ the guarantees the reconcile loop relies on:
 - `add_after` uses the loop's timers (no polling); a key waiting for several timers keeps
   the earliest;
 - `add_rate_limited` backs off per key exponentially (`base_delay` doubling up to
-  `max_delay`) until `forget` says the key succeeded.
+  `max_delay`) until `forget` says the key succeeded, and never faster than an overall
+  token bucket allows.
 
 Pure asyncio: no IO, no threads; all methods but `get` are synchronous and must be called
 from the loop's thread.
@@ -18,11 +19,40 @@ from the loop's thread.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+
+
+class QueueMetrics(Protocol):
+    """What a queue reports (controller-runtime's workqueue metrics)."""
+
+    def added(self) -> None: ...
+    def depth(self, keys: int) -> None: ...
+    def waited(self, seconds: float) -> None: ...
+    def retried(self) -> None: ...
+
+
+class TokenBucket:
+    """`rate` tokens a second, at most `burst` saved: the overall limit on retries, so
+    that many failing keys at once cannot hammer the API (client-go's 10 qps / 100)."""
+
+    def __init__(self, *, rate: float = 10.0, burst: int = 100) -> None:
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._last = time.monotonic()
+
+    def reserve(self) -> float:
+        """Take a token; return how long to wait until it is really available."""
+        now = time.monotonic()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
 
 
 class QueueShutDown(Exception):
@@ -32,11 +62,21 @@ class QueueShutDown(Exception):
 class WorkQueue(Generic[K]):
     """A deduplicating, delaying, rate-limiting queue of keys."""
 
-    def __init__(self, *, base_delay: float = 1.0, max_delay: float = 300.0) -> None:
+    def __init__(
+        self,
+        *,
+        base_delay: float = 1.0,
+        max_delay: float = 300.0,
+        bucket: TokenBucket | None = None,
+        metrics: QueueMetrics | None = None,
+    ) -> None:
         if base_delay <= 0 or max_delay < base_delay:
             raise ValueError("need 0 < base_delay <= max_delay")
         self._base_delay = base_delay
         self._max_delay = max_delay
+        self._bucket = bucket or TokenBucket()
+        self._metrics = metrics
+        self._queued_at: dict[K, float] = {}
         self._queue: deque[K] = deque()
         self._dirty: set[K] = set()  # queued, or to be queued again when done
         self._processing: set[K] = set()
@@ -53,10 +93,11 @@ class WorkQueue(Generic[K]):
         if self._shut_down or key in self._dirty:
             return
         self._dirty.add(key)
+        if self._metrics is not None:
+            self._metrics.added()
         if key in self._processing:
             return
-        self._queue.append(key)
-        self._wake_one()
+        self._enqueue(key)
 
     def add_after(self, key: K, delay: float) -> None:
         """Queue `key` after `delay` seconds; an earlier pending add of the same key wins."""
@@ -78,7 +119,9 @@ class WorkQueue(Generic[K]):
         """Queue `key` after its next backoff delay, and return that delay."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        delay = self.backoff(failures)
+        delay = max(self.backoff(failures), self._bucket.reserve())
+        if self._metrics is not None:
+            self._metrics.retried()
         self.add_after(key, delay)
         return delay
 
@@ -106,6 +149,11 @@ class WorkQueue(Generic[K]):
                 key = self._queue.popleft()
                 self._dirty.discard(key)
                 self._processing.add(key)
+                queued_at = self._queued_at.pop(key, None)
+                if self._metrics is not None:
+                    self._metrics.depth(len(self._queue))
+                    if queued_at is not None:
+                        self._metrics.waited(time.monotonic() - queued_at)
                 return key
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -124,8 +172,7 @@ class WorkQueue(Generic[K]):
         """Processing of `key` ended; queue it again if it was added meanwhile."""
         self._processing.discard(key)
         if key in self._dirty and not self._shut_down:
-            self._queue.append(key)
-            self._wake_one()
+            self._enqueue(key)
 
     def shutdown(self) -> None:
         """Stop: drop delayed adds, ignore new adds, make every `get` raise QueueShutDown."""
@@ -162,6 +209,13 @@ class WorkQueue(Generic[K]):
 
     # -- internals --------------------------------------------------------------------
 
+    def _enqueue(self, key: K) -> None:
+        self._queue.append(key)
+        self._queued_at[key] = time.monotonic()
+        if self._metrics is not None:
+            self._metrics.depth(len(self._queue))
+        self._wake_one()
+
     def _fire(self, key: K) -> None:
         self._timers.pop(key, None)
         self.add(key)
@@ -174,4 +228,4 @@ class WorkQueue(Generic[K]):
                 return
 
 
-__all__ = ["QueueShutDown", "WorkQueue"]
+__all__ = ["QueueMetrics", "QueueShutDown", "TokenBucket", "WorkQueue"]

@@ -22,6 +22,7 @@ from runner.durations import parse_duration
 from runner.errors import AnsibleRunError
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, NotFound
+from runner.observability.events import EventRecorder
 from runner.status import conditions
 from runner.structs import NamespacedName
 from runner.vars import build_extra_vars
@@ -58,7 +59,8 @@ class RunSettings:
     """Operator-wide settings every reconcile needs.
 
     With `run_kubeconfig` (the normal case: the API proxy runs) each run gets its own
-    kubeconfig; without it, runs use the operator's `kubeconfig` file directly."""
+    kubeconfig; without it, runs use the operator's `kubeconfig` file directly. `environ`
+    holds variables every run gets (where the osdk_metric endpoint listens)."""
 
     kubeconfig: str | None = None
     run_kubeconfig: KubeconfigFor | None = None
@@ -104,6 +106,23 @@ def per_cr_settings(watch: Watch, obj: Mapping[str, Any]) -> _PerCR:
     return _PerCR(period=period, verbosity=verbosity, max_artifacts=max_artifacts)
 
 
+def extra_vars(watch: Watch, obj: Mapping[str, Any], *, deleting: bool) -> dict[str, Any]:
+    """The extra-vars of a run on `obj` (the CR as read); a deletion adds the finalizer's.
+
+    The one place the watch's settings become extra-vars: reconciles use it, and so does
+    `ansible-operator vars`, which prints them for a CR file."""
+    finalizer = watch.finalizer if deleting else None
+    return build_extra_vars(
+        obj=obj,
+        group=watch.gvk.group,
+        kind=watch.gvk.kind,
+        snake_case=watch.snake_case_parameters,
+        mark_unsafe=watch.mark_unsafe,
+        watch_vars=watch.vars,
+        finalizer_vars=finalizer.vars if finalizer is not None else None,
+    )
+
+
 class Reconciler:
     """Reconciles the CRs of one watch."""
 
@@ -115,12 +134,14 @@ class Reconciler:
         backend: AnsibleBackend,
         settings: RunSettings,
         read: Reader,
+        events: EventRecorder | None = None,
     ) -> None:
         self.watch = watch
         self._client = client
         self._backend = backend
         self._settings = settings
         self._read = read
+        self._events = events
 
     async def reconcile(self, key: NamespacedName) -> Outcome:
         started = time.monotonic()
@@ -157,9 +178,21 @@ class Reconciler:
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
             await self._write_status(key, lambda st: self._failed(st, message, None))
+            await self._event(obj, "Warning", "ReconcileFailed", message)
             return Outcome(error=message)
 
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
+        if outcome.error is not None:
+            await self._event(obj, "Warning", "ReconcileFailed", outcome.error)
+        elif result.changed or _was_failing(obj):
+            await self._event(
+                obj,
+                "Normal",
+                "ReconcileSucceeded",
+                f"Reconciliation succeeded ({result.changed} changed)"
+                if result.changed
+                else "Reconciliation succeeded after a failure",
+            )
         log.info(
             "reconcile %s %s: %s in %.2f s (ok=%d changed=%d failed=%d)",
             self.watch.gvk.kind,
@@ -212,6 +245,10 @@ class Reconciler:
             return Outcome(requeue_after=result.requeue_after)
         return Outcome(requeue_after=per_cr.period if per_cr.period > 0 else None)
 
+    async def _event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        if self._events is not None:
+            await self._events.record(obj, type=type, reason=reason, message=message)
+
     def _failed(
         self,
         status: Mapping[str, Any] | None,
@@ -227,24 +264,14 @@ class Reconciler:
         role, playbook = watch.role, watch.playbook
         if finalizer is not None and (finalizer.role or finalizer.playbook):
             role, playbook = finalizer.role, finalizer.playbook
-        extravars = build_extra_vars(
-            obj=obj,
-            group=watch.gvk.group,
-            kind=watch.gvk.kind,
-            snake_case=watch.snake_case_parameters,
-            mark_unsafe=watch.mark_unsafe,
-            watch_vars=watch.vars,
-            finalizer_vars=finalizer.vars if finalizer is not None else None,
-        )
-        envvars: dict[str, str] = {}
+        extravars = extra_vars(watch, obj, deleting=deleting)
+        envvars: dict[str, str] = dict(self._settings.environ)
         kubeconfig = None
         if self._settings.run_kubeconfig is not None:
             kubeconfig = self._settings.run_kubeconfig(obj)
         elif self._settings.kubeconfig:
-            envvars = {
-                "K8S_AUTH_KUBECONFIG": self._settings.kubeconfig,
-                "KUBECONFIG": self._settings.kubeconfig,
-            }
+            envvars["K8S_AUTH_KUBECONFIG"] = self._settings.kubeconfig
+            envvars["KUBECONFIG"] = self._settings.kubeconfig
         return RunRequest(
             gvk=watch.gvk,
             namespace=str(meta.get("namespace") or ""),
@@ -325,6 +352,12 @@ class Reconciler:
                 continue
         log.warning("status of %s %s kept conflicting; not written", self.watch.gvk.kind, key)
         return None
+
+
+def _was_failing(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status")
+    found = conditions.get_condition(status if isinstance(status, Mapping) else None, "Failure")
+    return bool(found and found.get("status") == "True")
 
 
 def _now() -> datetime:

@@ -135,6 +135,8 @@ class OperatorProcess:
             "0",
             "--health-probe-bind-address",
             "0",
+            "--user-metrics-bind-address",
+            "127.0.0.1:0",
             *(args or []),
         ]
         self._log_file = log.open("wb")

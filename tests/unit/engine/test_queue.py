@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runner.engine.queue import QueueShutDown, WorkQueue
+from runner.engine.queue import QueueShutDown, TokenBucket, WorkQueue
 
 
 async def next_key(queue: WorkQueue[str], timeout: float = 1.0) -> str:
@@ -213,3 +213,18 @@ def test_rejects_bad_delays() -> None:
         WorkQueue(base_delay=0)
     with pytest.raises(ValueError):
         WorkQueue(base_delay=2, max_delay=1)
+
+
+def test_token_bucket_allows_a_burst_then_spaces_retries() -> None:
+    bucket = TokenBucket(rate=10.0, burst=3)
+    delays = [bucket.reserve() for _ in range(5)]
+    assert delays[:3] == [0.0, 0.0, 0.0]
+    assert 0.09 <= delays[3] <= 0.1
+    assert 0.19 <= delays[4] <= 0.2
+
+
+async def test_rate_limited_adds_respect_the_overall_bucket() -> None:
+    queue: WorkQueue[str] = WorkQueue(base_delay=0.001, bucket=TokenBucket(rate=10.0, burst=1))
+    assert queue.add_rate_limited("a") == 0.001
+    assert queue.add_rate_limited("b") >= 0.09  # the bucket, not the key's own backoff
+    queue.shutdown()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 from urllib.error import HTTPError
 
@@ -37,8 +38,9 @@ options:
   address:
     description:
       - URL of the operator's metrics endpoint.
+      - When not given, the address the operator announces to its runs in
+        C(ANSIBLE_OPERATOR_USER_METRICS_ADDRESS), else C(http://localhost:5050/metrics).
     type: str
-    default: http://localhost:5050/metrics
   counter:
     description:
       - Update a counter.
@@ -142,7 +144,7 @@ METRIC_TYPES = ("counter", "gauge", "histogram", "summary")
 ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "description": {"type": "str", "required": True},
-    "address": {"type": "str", "default": "http://localhost:5050/metrics"},
+    "address": {"type": "str"},
     "counter": {
         "type": "dict",
         "options": {
@@ -166,6 +168,9 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
 }
 
 TIMEOUT = 30
+DEFAULT_ADDRESS = "http://localhost:5050/metrics"
+# Set by the operator for each run: where its endpoint really listens.
+ADDRESS_ENV = "ANSIBLE_OPERATOR_USER_METRICS_ADDRESS"
 
 
 def payload(params: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +193,7 @@ def main() -> None:
         required_one_of=[list(METRIC_TYPES)],
         supports_check_mode=False,
     )
-    url = module.params["address"]
+    url = module.params["address"] or os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS
     data = json.dumps(payload(module.params)).encode("utf-8")
     try:
         response = open_url(

@@ -1,0 +1,194 @@
+"""The operator's Prometheus metrics, with the names the Go operator's users scrape.
+
+One registry per operator process (not prometheus-client's global one, so tests can run
+several side by side). What is in it:
+
+- `ansible_operator_build_info{commit,version}` = 1;
+- `ansible_operator_reconcile_result{GVK,result}`: a gauge that only counts up, as in the
+  original; `ansible_operator_reconciles{GVK}`: a histogram of whole reconciles (the
+  original timed only the run set-up);
+- `resource_created_at_seconds{name,namespace,group,version,kind}` for every primary CR;
+- controller-runtime's controller and work-queue metrics, labelled by controller name;
+- the roles' own metrics from `operator_sdk.util.osdk_metric` (`usermetrics.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from runner import __version__
+from runner.structs import GVK
+
+_RECONCILE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300, float("inf"))
+_QUEUE_BUCKETS = (*tuple(10.0**exponent for exponent in range(-8, 4)), float("inf"))
+
+
+class OperatorMetrics:
+    """Every metric of the operator, in `registry`."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, commit: str = "") -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        Gauge(
+            "ansible_operator_build_info",
+            "Build information of the operator",
+            ["commit", "version"],
+            registry=r,
+        ).labels(commit=commit or "unknown", version=__version__).set(1)
+        self.reconcile_result = Gauge(
+            "ansible_operator_reconcile_result",
+            "Reconcile results by GVK and result (only ever increases)",
+            ["GVK", "result"],
+            registry=r,
+        )
+        self.reconciles = Histogram(
+            "ansible_operator_reconciles",
+            "Duration of whole reconciles in seconds, by GVK",
+            ["GVK"],
+            buckets=_RECONCILE_BUCKETS,
+            registry=r,
+        )
+        self.created_at = Gauge(
+            "resource_created_at_seconds",
+            "Creation time of each primary resource, seconds since the epoch",
+            ["name", "namespace", "group", "version", "kind"],
+            registry=r,
+        )
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total",
+            "Reconciles per controller and result",
+            ["controller", "result"],
+            registry=r,
+        )
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Reconcile errors per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Reconcile duration per controller",
+            ["controller"],
+            buckets=_RECONCILE_BUCKETS,
+            registry=r,
+        )
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Workers running a reconcile now, per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.max_concurrent = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Worker count per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.queue_depth = Gauge(
+            "workqueue_depth", "Keys waiting in the work queue", ["name"], registry=r
+        )
+        self.queue_adds = Counter(
+            "workqueue_adds_total", "Adds handled by the work queue", ["name"], registry=r
+        )
+        self.queue_retries = Counter(
+            "workqueue_retries_total", "Rate-limited re-adds", ["name"], registry=r
+        )
+        self.queue_latency = Histogram(
+            "workqueue_queue_duration_seconds",
+            "Time a key waits in the queue before it is processed",
+            ["name"],
+            buckets=_QUEUE_BUCKETS,
+            registry=r,
+        )
+        self.work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "Time processing a key takes",
+            ["name"],
+            buckets=_QUEUE_BUCKETS,
+            registry=r,
+        )
+
+    # -- what the engine reports ---------------------------------------------------------
+
+    def controller(self, name: str, *, workers: int) -> ControllerMetrics:
+        self.max_concurrent.labels(controller=name).set(workers)
+        return ControllerMetrics(self, name)
+
+    def resource_seen(self, gvk: GVK, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        created = _timestamp(str(meta.get("creationTimestamp") or ""))
+        if created is not None:
+            self.created_at.labels(**_resource_labels(gvk, meta)).set(created)
+
+    def resource_deleted(self, gvk: GVK, obj: dict[str, Any]) -> None:
+        labels = _resource_labels(gvk, obj.get("metadata") or {})
+        with contextlib.suppress(KeyError):
+            self.created_at.remove(*labels.values())
+
+
+class ControllerMetrics:
+    """The metrics of one controller and its queue (also the queue's `QueueMetrics`)."""
+
+    def __init__(self, metrics: OperatorMetrics, name: str) -> None:
+        self._m = metrics
+        self.name = name
+        self._active = metrics.active_workers.labels(controller=name)
+        self._depth = metrics.queue_depth.labels(name=name)
+        self._adds = metrics.queue_adds.labels(name=name)
+        self._retries = metrics.queue_retries.labels(name=name)
+        self._latency = metrics.queue_latency.labels(name=name)
+
+    # QueueMetrics
+    def added(self) -> None:
+        self._adds.inc()
+
+    def depth(self, keys: int) -> None:
+        self._depth.set(keys)
+
+    def waited(self, seconds: float) -> None:
+        self._latency.observe(seconds)
+
+    def retried(self) -> None:
+        self._retries.inc()
+
+    # reconciles
+    def started(self) -> float:
+        self._active.inc()
+        return time.monotonic()
+
+    def finished(self, gvk: GVK, started: float, *, result: str) -> None:
+        """`result`: success, error, requeue_after (controller-runtime's labels)."""
+        seconds = time.monotonic() - started
+        self._active.dec()
+        self._m.work_duration.labels(name=self.name).observe(seconds)
+        self._m.reconcile_time.labels(controller=self.name).observe(seconds)
+        self._m.reconcile_total.labels(controller=self.name, result=result).inc()
+        if result == "error":
+            self._m.reconcile_errors.labels(controller=self.name).inc()
+        gvk_label = str(gvk)
+        self._m.reconciles.labels(GVK=gvk_label).observe(seconds)
+        outcome = "failed" if result == "error" else "succeeded"
+        self._m.reconcile_result.labels(GVK=gvk_label, result=outcome).inc()
+
+
+def _resource_labels(gvk: GVK, meta: dict[str, Any]) -> dict[str, str]:
+    return {
+        "name": str(meta.get("name") or ""),
+        "namespace": str(meta.get("namespace") or ""),
+        "group": gvk.group,
+        "version": gvk.version,
+        "kind": gvk.kind,
+    }
+
+
+def _timestamp(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

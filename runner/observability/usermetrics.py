@@ -1,0 +1,173 @@
+"""The roles' own metrics: the receiving end of `operator_sdk.util.osdk_metric`.
+
+A task POSTs `{"name", "description", "<type>": {...}}` to the operator's loopback
+endpoint (`localhost:5050/metrics` as in the original; ours can move, and each run is told
+where through `ANSIBLE_OPERATOR_USER_METRICS_ADDRESS`). The metric is created on first use
+in the operator's registry, with no name prefix and default buckets, and exported with the
+operator's other metrics. Rules, from the original: one metric type per request; a counter
+cannot go down; a name keeps its first type; gauge operations are taken in the order
+increment > decrement > add > subtract > set > set_to_current_time (the original ignored
+`set: 0` — here 0 is a value like any other).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
+
+log = logging.getLogger("ansible-operator.usermetrics")
+
+ADDRESS_ENV = "ANSIBLE_OPERATOR_USER_METRICS_ADDRESS"
+_TYPES = ("counter", "gauge", "histogram", "summary")
+_GAUGE_ORDER = ("increment", "decrement", "add", "subtract", "set", "set_to_current_time")
+
+Metric = Counter | Gauge | Histogram | Summary
+
+
+class MetricError(ValueError):
+    """A request the endpoint answers with 400 and this message."""
+
+
+class UserMetrics:
+    """Metrics created by roles, by name, in the operator's registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+        self._metrics: dict[str, tuple[str, Metric]] = {}
+
+    def apply(self, payload: Mapping[str, Any]) -> None:
+        """Create or update the metric `payload` describes; MetricError if it is wrong."""
+        name = payload.get("name")
+        description = payload.get("description")
+        if not isinstance(name, str) or not name:
+            raise MetricError("name is required")
+        if not isinstance(description, str) or not description:
+            raise MetricError(f"metric {name}: description is required")
+        given = [kind for kind in _TYPES if isinstance(payload.get(kind), Mapping)]
+        if len(given) != 1:
+            raise MetricError(
+                f"metric {name}: exactly one of {', '.join(_TYPES)} is required, got {given}"
+            )
+        kind = given[0]
+        options: Mapping[str, Any] = payload[kind]
+        metric = self._metric(name, description, kind)
+        if isinstance(metric, Counter):
+            _count(metric, name, options)
+        elif isinstance(metric, Gauge):
+            _gauge(metric, name, options)
+        else:
+            value = _number(name, "observe", options.get("observe"))
+            if value is None:
+                raise MetricError(f"metric {name}: {kind} needs observe")
+            metric.observe(value)
+
+    def _metric(self, name: str, description: str, kind: str) -> Metric:
+        known = self._metrics.get(name)
+        if known is not None:
+            if known[0] != kind:
+                raise MetricError(f"metric {name} is a {known[0]}, not a {kind}")
+            return known[1]
+        factory = {"counter": Counter, "gauge": Gauge, "histogram": Histogram, "summary": Summary}
+        try:
+            metric: Metric = factory[kind](name, description, registry=self._registry)
+        except ValueError as err:  # an invalid name, or one the operator's metrics use
+            raise MetricError(f"metric {name}: {err}") from None
+        self._metrics[name] = (kind, metric)
+        return metric
+
+
+def _number(name: str, option: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise MetricError(f"metric {name}: {option} must be a number, got {value!r}")
+    return float(value)
+
+
+def _count(counter: Counter, name: str, options: Mapping[str, Any]) -> None:
+    if options.get("increment"):
+        counter.inc()
+        return
+    amount = _number(name, "add", options.get("add"))
+    if amount is None:
+        raise MetricError(f"metric {name}: counter needs increment or add")
+    if amount < 0:
+        raise MetricError(f"metric {name}: a counter cannot be decreased (add: {amount})")
+    counter.inc(amount)
+
+
+def _gauge(gauge: Gauge, name: str, options: Mapping[str, Any]) -> None:
+    for option in _GAUGE_ORDER:
+        value = options.get(option)
+        if value is None or value is False:
+            continue
+        if option == "increment":
+            gauge.inc()
+        elif option == "decrement":
+            gauge.dec()
+        elif option == "set_to_current_time":
+            gauge.set_to_current_time()
+        else:
+            number = _number(name, option, value)
+            assert number is not None
+            if option == "add":
+                gauge.inc(number)
+            elif option == "subtract":
+                gauge.dec(number)
+            else:
+                gauge.set(number)
+        return
+    raise MetricError(f"metric {name}: gauge needs one of {', '.join(_GAUGE_ORDER)}")
+
+
+class UserMetricsServer:
+    """`POST /metrics` on a loopback address; `port` 0 picks a free one."""
+
+    def __init__(self, metrics: UserMetrics, *, host: str = "127.0.0.1", port: int = 5050) -> None:
+        self._metrics = metrics
+        self._host = host
+        self._port = port
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def address(self) -> str:
+        return f"http://{self._host}:{self.port}/metrics"
+
+    async def start(self) -> int:
+        app = web.Application()
+        app.router.add_post("/metrics", self._post)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, self._port).start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _post(self, request: web.Request) -> web.Response:
+        try:
+            payload = await request.json()
+        except ValueError:
+            return web.Response(status=400, text="the body is not JSON")
+        if not isinstance(payload, Mapping):
+            return web.Response(status=400, text="the body is not a JSON object")
+        try:
+            self._metrics.apply(payload)
+        except MetricError as err:
+            log.warning("rejected a user metric: %s", err)
+            return web.Response(status=400, text=str(err))
+        return web.Response(status=200, text="ok")

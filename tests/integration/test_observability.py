@@ -1,0 +1,237 @@
+"""A running operator as the cluster sees it: probes, metrics (its own and the roles'),
+Kubernetes Events, and leader election with failover."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.kube import condition, wait_for
+from support.operator import OperatorProcess, crd, install_crd, write_project
+
+GROUP = "observe.test.example.com"
+API_VERSION = f"{GROUP}/v1alpha1"
+
+ROLE = """
+- name: Count runs in a role metric
+  operator_sdk.util.osdk_metric:
+    name: observed_runs
+    description: Runs of the observe role
+    counter:
+      increment: true
+
+- name: Record the size in a gauge
+  operator_sdk.util.osdk_metric:
+    name: observed_size
+    description: The size asked for
+    gauge:
+      set: "{{ size | default(0) }}"
+
+- name: Fail when asked
+  ansible.builtin.fail:
+    msg: "asked to fail: {{ reason | default('no reason') }}"
+  when: fail | default(false) | bool
+"""
+
+QUIET_ROLE = """
+- name: Nothing to do
+  ansible.builtin.debug:
+    msg: "{{ ansible_operator_meta.name }}"
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return 0, ""
+
+
+@pytest.fixture(scope="module")
+def kinds(dyn: Any) -> dict[str, Any]:
+    return {kind: install_crd(dyn, crd(group=GROUP, kind=kind)) for kind in ("Observed", "Led")}
+
+
+@pytest.fixture
+def start(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
+    started: list[OperatorProcess] = []
+
+    def run(kind: str, role: str, *args: str, env: dict[str, str] | None = None) -> OperatorProcess:
+        watches = [
+            {
+                "group": GROUP,
+                "version": "v1alpha1",
+                "kind": kind,
+                "role": "r",
+                "reconcilePeriod": "0s",
+            }
+        ]
+        project = write_project(tmp_path / "project", watches=watches, roles={"r": role})
+        proc = OperatorProcess(
+            project,
+            kubeconfig=kubeconfig,
+            log=tmp_path / f"operator-{len(started)}.log",
+            args=list(args),
+            env=env,
+        )
+        started.append(proc)
+        return proc
+
+    yield run
+    for proc in started:
+        proc.stop()
+        print(proc.log()[-3000:])
+
+
+def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> None:
+    body = {"apiVersion": API_VERSION, "kind": resource.kind, "metadata": {"name": name}}
+    resource.create(body={**body, "spec": spec}, namespace=namespace)
+
+
+def events_of(api_client: Any, namespace: str, name: str) -> list[Any]:
+    from kubernetes import client
+
+    listed = client.CoreV1Api(api_client).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name}"
+    )
+    return list(listed.items)
+
+
+def test_probes_metrics_and_events(
+    start: Callable[..., OperatorProcess],
+    kinds: dict[str, Any],
+    api_client: Any,
+    namespace: str,
+) -> None:
+    metrics_port, health_port = free_port(), free_port()
+    proc = start(
+        "Observed",
+        ROLE,
+        "--metrics-bind-address",
+        f"127.0.0.1:{metrics_port}",
+        "--health-probe-bind-address",
+        f"127.0.0.1:{health_port}",
+    )
+    health = f"http://127.0.0.1:{health_port}"
+    wait_for(lambda: http_get(f"{health}/readyz")[0] == 200, timeout=30, message="ready")
+    assert http_get(f"{health}/healthz") == (200, "ok")
+
+    observed = kinds["Observed"]
+    create(observed, "good", namespace, {"size": 3})
+    create(observed, "bad", namespace, {"fail": True, "reason": "planted failure"})
+
+    def successful(name: str) -> bool:
+        found = condition(observed.get(name=name, namespace=namespace), "Successful")
+        return bool(found and found["status"] == "True")
+
+    wait_for(lambda: successful("good"), timeout=60, message="good Successful")
+
+    def failure_events() -> list[Any]:
+        found = [e for e in events_of(api_client, namespace, "bad") if e.type == "Warning"]
+        return found if found and found[0].count >= 2 else []
+
+    warnings = wait_for(failure_events, timeout=60, message="a repeated Warning on bad")
+    assert len(warnings) == 1, "repeats must fold into one Event"
+    assert warnings[0].reason == "ReconcileFailed"
+    assert "asked to fail: planted failure" in warnings[0].message
+
+    # Fixing the CR gives a Normal event.
+    observed.patch(
+        name="bad",
+        namespace=namespace,
+        body={"spec": {"fail": False}},
+        content_type="application/merge-patch+json",
+    )
+    wait_for(lambda: successful("bad"), timeout=90, message="bad Successful after the fix")
+    wait_for(
+        lambda: any(
+            e.type == "Normal" and e.reason == "ReconcileSucceeded"
+            for e in events_of(api_client, namespace, "bad")
+        ),
+        timeout=30,
+        message="a Normal event after recovery",
+    )
+
+    status, text = http_get(f"http://127.0.0.1:{metrics_port}/metrics")
+    assert status == 200
+    gvk = f'GVK="{GROUP}/v1alpha1, Kind=Observed"'
+    for expected in (
+        "ansible_operator_build_info{",
+        f'ansible_operator_reconcile_result{{{gvk},result="succeeded"}}',
+        f'ansible_operator_reconcile_result{{{gvk},result="failed"}}',
+        f"ansible_operator_reconciles_bucket{{{gvk},",
+        f'resource_created_at_seconds{{group="{GROUP}",kind="Observed",name="good"',
+        'workqueue_depth{name="observed-v1alpha1-controller"}',
+        'workqueue_retries_total{name="observed-v1alpha1-controller"}',
+        'controller_runtime_reconcile_total{controller="observed-v1alpha1-controller",result="error"}',
+        "observed_runs_total ",
+        "observed_size ",
+    ):
+        assert expected in text, f"{expected!r} missing from /metrics"
+    assert proc.running()
+
+
+def test_leader_election_failover(
+    start: Callable[..., OperatorProcess], kinds: dict[str, Any], namespace: str
+) -> None:
+    lease = [
+        "--leader-elect",
+        "--leader-election-id",
+        "observe-test-lock",
+        "--leader-election-namespace",
+        namespace,
+        "--leader-elect-lease-duration",
+        "4s",
+        "--leader-elect-renew-deadline",
+        "3s",
+        "--leader-elect-retry-period",
+        "500ms",
+    ]
+    first = start("Led", QUIET_ROLE, *lease)
+    wait_for(lambda: "became the leader" in first.log(), timeout=30, message="first leads")
+    second = start("Led", QUIET_ROLE, *lease)
+    wait_for(
+        lambda: "waiting for the lease" in second.log(), timeout=30, message="second stands by"
+    )
+    led = kinds["Led"]
+    create(led, "one", namespace, {})
+    wait_for(lambda: "reconcile Led " in first.log(), timeout=60, message="the leader reconciles")
+    time.sleep(1)
+    assert "reconcile Led " not in second.log(), "the standby must not reconcile"
+
+    # kill -9: no release; the standby waits out the lease duration.
+    killed = time.monotonic()
+    os.killpg(first.process.pid, signal.SIGKILL)
+    wait_for(lambda: "became the leader" in second.log(), timeout=30, message="failover")
+    failover = time.monotonic() - killed
+    print(f"failover after kill -9: {failover:.1f} s (lease duration 4 s)")
+    assert failover < 4 + 4  # within one lease duration (plus retry and start-up slack)
+    wait_for(
+        lambda: "reconcile Led " in second.log(), timeout=60, message="the new leader reconciles"
+    )
+
+    # A graceful stop releases the lease: the next standby takes over at its next retry.
+    third = start("Led", QUIET_ROLE, *lease)
+    wait_for(lambda: "waiting for the lease" in third.log(), timeout=30, message="third waits")
+    stopped = time.monotonic()
+    assert second.stop() == 0
+    assert "released the lease" in second.log()
+    wait_for(lambda: "became the leader" in third.log(), timeout=30, message="handover")
+    handover = time.monotonic() - stopped
+    print(f"handover after SIGTERM: {handover:.1f} s")
