@@ -3,7 +3,88 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `init` and `create api` on the top-level parser."""
+    init = sub.add_parser(
+        "init",
+        help="start a new operator project in the current directory",
+        description="Write PROJECT, Makefile, Dockerfile, watches.yaml, requirements.yml, "
+        "config/ (CRDs, RBAC, manager, OLM manifests, scorecard) and a Molecule scenario.",
+    )
+    init.add_argument("--domain", required=True, help="domain of the API groups, e.g. example.com")
+    init.add_argument("--project-name", help="name of the project (default: the directory's name)")
+    init.set_defaults(handler=_cmd_init)
+
+    create = sub.add_parser("create", help="add to the project: `create api`")
+    what = create.add_subparsers(dest="what", required=True, metavar="WHAT")
+    api = what.add_parser(
+        "api",
+        help="add a custom resource kind reconciled by a new role",
+        description="Add a kind: its CRD, sample, RBAC, a role that reconciles it and a "
+        "watches.yaml entry; extends PROJECT and the CSV base.",
+    )
+    api.add_argument("--group", required=True, help="API group within the domain, e.g. cache")
+    api.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
+    api.add_argument("--kind", required=True, help="kind in UpperCamelCase, e.g. Memcached")
+    api.add_argument(
+        "--generate-role",
+        action="store_true",
+        help="generate roles/<kind>/ and point watches.yaml at it (the default)",
+    )
+    api.add_argument(
+        "--generate-playbook",
+        action="store_true",
+        help="also generate playbooks/<kind>.yml (running the role); watches.yaml uses it",
+    )
+    api.set_defaults(handler=_cmd_create_api)
+
+
+def _report(root: Path, written: list[str], verb: str) -> None:
+    for relative in written:
+        print(f"{verb} {relative}")
+    print(f"({len(written)} files in {root})")
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from runner.errors import ConfigError
+    from runner.scaffold import generate, writer
+    from runner.scaffold.names import validate_project_name
+    from runner.scaffold.project import PROJECT_FILE
+
+    root = Path.cwd()
+    if (root / PROJECT_FILE).exists():
+        raise ConfigError(
+            f"{root / PROJECT_FILE} exists: this directory already holds a project "
+            "(add kinds with `ansible-operator create api`)"
+        )
+    if args.project_name is None:
+        try:
+            name = validate_project_name(root.name, flag="the directory name")
+        except ConfigError as err:
+            raise ConfigError(f"{err}; choose one with --project-name") from None
+    else:
+        name = validate_project_name(args.project_name)
+    written = writer.apply(root, generate.init_plan(domain=args.domain, project_name=name))
+    _report(root, written, "wrote")
+    print("next: ansible-operator create api --group GROUP --version v1alpha1 --kind Kind")
+    return 0
+
+
+def _cmd_create_api(args: argparse.Namespace) -> int:
+    from runner.scaffold import generate, writer
+
+    root = Path.cwd()
+    plan = generate.api_plan(
+        writer.read_project_files(root),
+        group=args.group,
+        version=args.version,
+        kind=args.kind,
+        playbook=args.generate_playbook,
+    )
+    written = writer.apply(root, plan)
+    _report(root, written, "wrote")
+    print("next: make install run, then apply the sample from config/samples/")
+    return 0

@@ -1,0 +1,316 @@
+"""The kustomize tree under config/ that `init` writes: manager, RBAC, default, scorecard.
+
+Pure data dumped as YAML. `config/default` is what `make deploy` applies: the CRDs, the
+RBAC and the manager Deployment, in `<project>-system` with names prefixed by
+`<project>-`. The manager runs as a non-root user on a read-only root file system; the
+runtime writes only under /tmp (an emptyDir), its probes answer on port 6789.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.scaffold.yamltext import dump, dump_all
+
+__all__ = [
+    "ALL_VERBS",
+    "HEALTH_PORT",
+    "SCORECARD_IMAGE",
+    "config_files",
+    "manager_role",
+    "rbac_kustomization",
+]
+
+HEALTH_PORT = 6789
+ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+SCORECARD_IMAGE = "quay.io/operator-framework/scorecard-test:v1.42.0"
+_RBAC_API = "rbac.authorization.k8s.io"
+
+
+def _labels(project: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": project, "app.kubernetes.io/managed-by": "kustomize"}
+
+
+def config_files(*, project: str, domain: str) -> dict[str, str]:
+    """Every config/ file of a new project except the CSV base (see csvbase.py)."""
+    return {
+        "config/default/kustomization.yaml": _default_kustomization(project),
+        "config/manager/kustomization.yaml": _manager_kustomization(project, domain),
+        "config/manager/manager.yaml": _manager(project),
+        "config/rbac/kustomization.yaml": rbac_kustomization(),
+        "config/rbac/service_account.yaml": _service_account(project),
+        "config/rbac/role.yaml": manager_role(project),
+        "config/rbac/role_binding.yaml": _binding(
+            project, "ClusterRoleBinding", "manager-rolebinding", "ClusterRole", "manager-role"
+        ),
+        "config/rbac/leader_election_role.yaml": _leader_election_role(project),
+        "config/rbac/leader_election_role_binding.yaml": _binding(
+            project, "RoleBinding", "leader-election-rolebinding", "Role", "leader-election-role"
+        ),
+        "config/crd/kustomization.yaml": _crd_kustomization(),
+        "config/samples/kustomization.yaml": _samples_kustomization(),
+        "config/scorecard/kustomization.yaml": _scorecard_kustomization(),
+        "config/scorecard/bases/config.yaml": _scorecard_config(),
+        "config/scorecard/patches/basic.config.yaml": _scorecard_patch(
+            "basic", ["basic-check-spec"]
+        ),
+        "config/scorecard/patches/olm.config.yaml": _scorecard_patch(
+            "olm",
+            [
+                "olm-bundle-validation",
+                "olm-crds-have-validation",
+                "olm-crds-have-resources",
+                "olm-spec-descriptors",
+                "olm-status-descriptors",
+            ],
+        ),
+        "config/manifests/kustomization.yaml": _manifests_kustomization(project),
+    }
+
+
+def _default_kustomization(project: str) -> str:
+    data = {
+        "namespace": f"{project}-system",
+        "namePrefix": f"{project}-",
+        "resources": ["../crd", "../rbac", "../manager"],
+    }
+    return dump(
+        data,
+        header="What `make deploy` applies: CRDs, RBAC and the manager, in one namespace,\n"
+        "with every name prefixed by the project name.",
+    )
+
+
+def _manager_kustomization(project: str, domain: str) -> str:
+    data = {
+        "resources": ["manager.yaml"],
+        "images": [{"name": "controller", "newName": f"{domain}/{project}:0.0.1"}],
+    }
+    return dump(data, header="`make deploy IMG=...` sets the image (newName) of the manager.")
+
+
+def _manager(project: str) -> str:
+    labels = {"control-plane": "controller-manager", **_labels(project)}
+    selector = {"control-plane": "controller-manager", "app.kubernetes.io/name": project}
+    probe = {"path": "/healthz", "port": HEALTH_PORT}
+    container: dict[str, Any] = {
+        "name": "manager",
+        "image": "controller",
+        "args": [
+            "--leader-elect",
+            f"--leader-election-id={project}",
+            "--metrics-bind-address=127.0.0.1:8080",
+            f"--health-probe-bind-address=:{HEALTH_PORT}",
+        ],
+        "env": [
+            {"name": "ANSIBLE_GATHERING", "value": "explicit"},
+            {
+                # Empty (all namespaces) unless OLM installs the operator for some.
+                "name": "WATCH_NAMESPACE",
+                "valueFrom": {
+                    "fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}
+                },
+            },
+        ],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "livenessProbe": {"httpGet": probe, "initialDelaySeconds": 15, "periodSeconds": 20},
+        "readinessProbe": {
+            "httpGet": {**probe, "path": "/readyz"},
+            "initialDelaySeconds": 5,
+            "periodSeconds": 10,
+        },
+        "resources": {
+            "limits": {"cpu": "500m", "memory": "768Mi"},
+            "requests": {"cpu": "10m", "memory": "256Mi"},
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "system", "labels": labels},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "controller-manager", "namespace": "system", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {
+                    "annotations": {"kubectl.kubernetes.io/default-container": "manager"},
+                    "labels": selector,
+                },
+                "spec": {
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                    "serviceAccountName": "controller-manager",
+                    "terminationGracePeriodSeconds": 30,
+                },
+            },
+        },
+    }
+    return dump_all(
+        [namespace, deployment],
+        header="The operator: one replica (more wait as leader-election standbys), non-root,\n"
+        "read-only root file system; the runtime writes only under /tmp (an emptyDir).",
+    )
+
+
+def rbac_kustomization() -> str:
+    files = [
+        "service_account.yaml",
+        "role.yaml",
+        "role_binding.yaml",
+        "leader_election_role.yaml",
+        "leader_election_role_binding.yaml",
+    ]
+    return dump(
+        {"resources": files},
+        header="RBAC of the operator; `create api` adds an editor and a viewer role per kind\n"
+        "(for people, not used by the operator itself).",
+    )
+
+
+def _service_account(project: str) -> str:
+    data = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": "controller-manager",
+            "namespace": "system",
+            "labels": _labels(project),
+        },
+    }
+    return dump(data)
+
+
+def _rule(groups: list[str], resources: list[str], verbs: tuple[str, ...]) -> dict[str, Any]:
+    return {"apiGroups": groups, "resources": resources, "verbs": list(verbs)}
+
+
+def manager_role(project: str) -> str:
+    """The manager's ClusterRole before any API: what typical roles manage."""
+    data = {
+        "apiVersion": f"{_RBAC_API}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "manager-role", "labels": _labels(project)},
+        "rules": [
+            _rule([""], ["configmaps", "pods", "secrets", "services"], ALL_VERBS),
+            _rule([""], ["events"], ("create", "patch")),
+            _rule(
+                ["apps"], ["daemonsets", "deployments", "replicasets", "statefulsets"], ALL_VERBS
+            ),
+        ],
+    }
+    return dump(
+        data,
+        header="What the operator's roles may do. Add rules for every kind your roles manage;\n"
+        "`create api` appends the rules for each new kind at the end.",
+    )
+
+
+def _binding(project: str, kind: str, name: str, role_kind: str, role: str) -> str:
+    metadata: dict[str, Any] = {"name": name, "labels": _labels(project)}
+    if kind == "RoleBinding":
+        metadata["namespace"] = "system"
+    data = {
+        "apiVersion": f"{_RBAC_API}/v1",
+        "kind": kind,
+        "metadata": metadata,
+        "roleRef": {"apiGroup": _RBAC_API, "kind": role_kind, "name": role},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "controller-manager", "namespace": "system"}
+        ],
+    }
+    return dump(data)
+
+
+def _leader_election_role(project: str) -> str:
+    data = {
+        "apiVersion": f"{_RBAC_API}/v1",
+        "kind": "Role",
+        "metadata": {
+            "name": "leader-election-role",
+            "namespace": "system",
+            "labels": _labels(project),
+        },
+        "rules": [
+            _rule(["coordination.k8s.io"], ["leases"], ALL_VERBS),
+            _rule([""], ["events"], ("create", "patch")),
+        ],
+    }
+    return dump(data, header="Leader election: a Lease in the operator's namespace.")
+
+
+def _crd_kustomization() -> str:
+    return dump({"resources": []}, header="The CRDs; `create api` adds one line per kind.")
+
+
+def _samples_kustomization() -> str:
+    return dump({"resources": []}, header="One sample per kind; `create api` adds them.")
+
+
+def _manifests_kustomization(project: str) -> str:
+    data = {
+        "resources": [
+            f"bases/{project}.clusterserviceversion.yaml",
+            "../default",
+            "../samples",
+            "../scorecard",
+        ]
+    }
+    return dump(data, header="Everything `make bundle` reads: the CSV base and the deployment.")
+
+
+def _scorecard_kustomization() -> str:
+    target = {
+        "group": "scorecard.operatorframework.io",
+        "version": "v1alpha3",
+        "kind": "Configuration",
+        "name": "config",
+    }
+    data = {
+        "resources": ["bases/config.yaml"],
+        "patches": [
+            {"path": "patches/basic.config.yaml", "target": target},
+            {"path": "patches/olm.config.yaml", "target": target},
+        ],
+    }
+    return dump(data, header="Scorecard tests that go into bundle/tests/scorecard/config.yaml.")
+
+
+def _scorecard_config() -> str:
+    data = {
+        "apiVersion": "scorecard.operatorframework.io/v1alpha3",
+        "kind": "Configuration",
+        "metadata": {"name": "config"},
+        "stages": [{"parallel": True, "tests": []}],
+    }
+    return dump(data)
+
+
+def _scorecard_patch(suite: str, tests: list[str]) -> str:
+    return dump(
+        [
+            {
+                "op": "add",
+                "path": "/stages/0/tests/-",
+                "value": {
+                    "entrypoint": ["scorecard-test", test],
+                    "image": SCORECARD_IMAGE,
+                    "labels": {"suite": suite, "test": f"{test}-test"},
+                },
+            }
+            for test in tests
+        ]
+    )

@@ -1,0 +1,215 @@
+"""Top-level files of a new project: Makefile, Dockerfile, requirements.yml, watches.yaml.
+
+Pure: each function returns file text for the names it is given. The Makefile keeps the
+target names operator-sdk users type (`run`, `install`, `deploy`, `bundle`, ...); its
+cluster targets go through `ansible-operator cluster kubectl`, so no separate kubectl or
+kustomize is needed. The Dockerfile builds FROM our runtime image at this version.
+"""
+
+from __future__ import annotations
+
+from runner import __version__
+
+__all__ = [
+    "RUNTIME_IMAGE",
+    "RUNTIME_UID",
+    "dockerfile",
+    "dockerignore",
+    "gitignore",
+    "makefile",
+    "requirements",
+    "watches",
+]
+
+# The runtime image (the top-level Dockerfile of this repository builds it) and its user.
+RUNTIME_IMAGE = "quay.io/ansible-operator-python/ansible-operator"
+RUNTIME_UID = 1001
+
+_DOCKERFILE = """\
+# Image of the @PROJECT@ project: the ansible-operator runtime plus this project's
+# watches.yaml, roles and playbooks in $HOME (/opt/ansible, the working directory).
+# Build with `docker build -t IMG .` or `podman build -t IMG .` (`make docker-build`).
+FROM @IMAGE@:@VERSION@
+
+COPY --chown=@UID@:0 requirements.yml ${HOME}/requirements.yml
+RUN ansible-galaxy collection install -r ${HOME}/requirements.yml \\
+ && chmod -R ug+rwx ${HOME}/.ansible
+
+COPY --chown=@UID@:0 watches.yaml ${HOME}/watches.yaml
+COPY --chown=@UID@:0 roles/ ${HOME}/roles/
+COPY --chown=@UID@:0 playbooks/ ${HOME}/playbooks/
+"""
+
+_MAKEFILE = """\
+# Build, run, deploy and package the @PROJECT@ project. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# The operator's version: tag of its image and version of its OLM bundle.
+VERSION ?= 0.0.1
+# Bundle channels (comma-separated) and the default channel.
+CHANNELS ?= alpha
+DEFAULT_CHANNEL ?= alpha
+# Images: IMG runs the operator; the bundle and catalog images carry its OLM metadata.
+IMAGE_TAG_BASE ?= @DOMAIN@/@PROJECT@
+IMG ?= $(IMAGE_TAG_BASE):$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+# docker or podman
+CONTAINER_TOOL ?= docker
+
+# `ansible-operator` from PATH. `ansible-operator cluster kubectl` is a kubectl (with
+# kustomize built in) that talks to $KUBECONFIG when set, else to the local cluster.
+ANSIBLE_OPERATOR ?= ansible-operator
+KUBECTL ?= $(ANSIBLE_OPERATOR) cluster kubectl
+ignore-not-found ?= false
+HELP_LINE = {printf "  %-16s %s\\n", $$1, $$2}
+BUILD_IMG = $(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: help
+help: ## list the targets
+\t@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '$(HELP_LINE)'
+
+.PHONY: run
+run: ## run the operator here, against $KUBECONFIG or else the local cluster
+\tANSIBLE_ROLES_PATH="$(CURDIR)/roles" \\
+\tKUBECONFIG="$${KUBECONFIG:-$$($(ANSIBLE_OPERATOR) cluster kubeconfig)}" \\
+\t$(ANSIBLE_OPERATOR) run --watches-file ./watches.yaml
+
+.PHONY: cluster-up
+cluster-up: ## start the local Kubernetes control plane (built the first time, no Docker)
+\t$(ANSIBLE_OPERATOR) cluster up
+
+.PHONY: cluster-down
+cluster-down: ## stop the local control plane
+\t$(ANSIBLE_OPERATOR) cluster down
+
+.PHONY: install
+install: ## install the CRDs (config/crd) into the cluster
+\t$(KUBECTL) apply -k config/crd
+
+.PHONY: uninstall
+uninstall: ## delete the CRDs (and so every custom resource) from the cluster
+\t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
+
+.PHONY: deploy
+deploy: ## deploy the operator (config/default) with image IMG into the cluster
+\tsed -E -i.bak 's|^( *newName:).*|\\1 $(IMG)|' config/manager/kustomization.yaml
+\trm -f config/manager/kustomization.yaml.bak
+\t$(KUBECTL) apply -k config/default
+
+.PHONY: undeploy
+undeploy: ## delete everything `deploy` created
+\t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
+
+.PHONY: docker-build
+docker-build: ## build the operator image IMG
+\t@if $(CONTAINER_TOOL) info >/dev/null 2>&1; then $(BUILD_IMG) ; \\
+\telse echo "no working $(CONTAINER_TOOL) here; where there is one, run: $(BUILD_IMG)" ; fi
+
+.PHONY: docker-push
+docker-push: ## push the operator image IMG
+\t$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: bundle
+bundle: ## generate bundle/ (CSV, CRDs, metadata) for VERSION and validate it
+\t$(ANSIBLE_OPERATOR) bundle generate --version $(VERSION) --channels $(CHANNELS) \\
+\t  --default-channel $(DEFAULT_CHANNEL) --image $(IMG) --output-dir bundle
+\t$(ANSIBLE_OPERATOR) bundle validate bundle
+
+.PHONY: bundle-build
+bundle-build: ## build the bundle image BUNDLE_IMG from bundle.Dockerfile
+\t$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## push the bundle image BUNDLE_IMG
+\t$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+
+.PHONY: catalog
+catalog: ## add bundle/ to the file-based catalog in catalog/
+\t$(ANSIBLE_OPERATOR) catalog generate --package @PROJECT@ --bundle bundle \\
+\t  --bundle-image $(BUNDLE_IMG) --channel $(DEFAULT_CHANNEL) \\
+\t  --output catalog $(if $(wildcard catalog),--from catalog)
+
+.PHONY: catalog-build
+catalog-build: ## build the catalog image CATALOG_IMG from catalog.Dockerfile
+\t$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: catalog-push
+catalog-push: ## push the catalog image CATALOG_IMG
+\t$(CONTAINER_TOOL) push $(CATALOG_IMG)
+"""
+
+_REQUIREMENTS = """\
+---
+# Ansible collections the roles need beyond what the runtime image ships.
+# Already there: operator_sdk.util (0.5.0 API, bundled with ansible-operator) and
+# kubernetes.core, cloud.common and the rest of the `ansible` package. The image build
+# installs what is listed here with `ansible-galaxy collection install -r`, e.g.:
+#   - name: community.general
+#     version: "10.0.0"
+collections: []
+"""
+
+_WATCHES = """\
+---
+# Each entry maps a custom resource kind to the role or playbook that reconciles it.
+# `ansible-operator create api` adds entries (group, version, kind, role or playbook);
+# optional keys include vars, reconcilePeriod, finalizer, manageStatus and selector.
+[]
+"""
+
+_GITIGNORE = """\
+# Local state of `ansible-operator cluster` and of the tools
+.cluster/
+bin/
+__pycache__/
+*.pyc
+*.retry
+.molecule/
+"""
+
+_DOCKERIGNORE = """\
+# Only requirements.yml, watches.yaml, roles/ and playbooks/ go into the image.
+*
+!requirements.yml
+!watches.yaml
+!roles/
+!playbooks/
+"""
+
+
+def _fill(template: str, **values: str) -> str:
+    for key, value in values.items():
+        template = template.replace(f"@{key}@", value)
+    return template
+
+
+def dockerfile(project_name: str) -> str:
+    return _fill(
+        _DOCKERFILE,
+        PROJECT=project_name,
+        IMAGE=RUNTIME_IMAGE,
+        VERSION=__version__,
+        UID=str(RUNTIME_UID),
+    )
+
+
+def makefile(*, project_name: str, domain: str) -> str:
+    return _fill(_MAKEFILE, PROJECT=project_name, DOMAIN=domain)
+
+
+def requirements() -> str:
+    return _REQUIREMENTS
+
+
+def watches() -> str:
+    return _WATCHES
+
+
+def gitignore() -> str:
+    return _GITIGNORE
+
+
+def dockerignore() -> str:
+    return _DOCKERIGNORE

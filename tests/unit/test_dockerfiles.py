@@ -1,0 +1,310 @@
+"""Lint the Dockerfiles without a container engine: the runtime image (top-level
+Dockerfile), the one `init` scaffolds and the memcached sample's (sample.Dockerfile).
+
+A small parser (instructions, line continuations, flags, exec form, ENV expansion) and a
+set of hadolint-style rules that matter for an operator image: pinned base images, a
+non-root numeric USER, exec-form ENTRYPOINT, absolute WORKDIR, no ADD of URLs,
+`pip install --no-cache-dir`, files for the non-root user copied with `--chown`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from runner import __version__
+from runner.scaffold.files_project import RUNTIME_IMAGE, RUNTIME_UID, dockerfile
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Instruction:
+    keyword: str
+    args: str
+    line: int
+    flags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exec_form(self) -> list[str] | None:
+        if not self.args.startswith("["):
+            return None
+        value = json.loads(self.args)
+        assert isinstance(value, list)
+        return [str(item) for item in value]
+
+    @property
+    def words(self) -> list[str]:
+        return shlex.split(self.args)
+
+
+def parse(text: str) -> list[Instruction]:
+    """Instructions with continuation lines joined and comments dropped (as Docker does,
+    also inside a continuation)."""
+    instructions: list[Instruction] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not pending:
+            start = number
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1].strip())
+            continue
+        pending.append(stripped)
+        keyword, _, rest = " ".join(pending).partition(" ")
+        pending = []
+        flags: dict[str, str] = {}
+        rest = rest.strip()
+        while keyword.upper() in ("COPY", "ADD", "FROM", "RUN") and rest.startswith("--"):
+            flag, _, rest = rest.partition(" ")
+            name, _, value = flag[2:].partition("=")
+            flags[name] = value
+            rest = rest.strip()
+        instructions.append(Instruction(keyword.upper(), rest, start, flags))
+    assert not pending, "a continuation line ends the file"
+    return instructions
+
+
+def environment(instructions: list[Instruction], inherited: dict[str, str]) -> dict[str, str]:
+    env = dict(inherited)
+    for ins in instructions:
+        if ins.keyword == "ENV":
+            for word in ins.words:
+                key, _, value = word.partition("=")
+                env[key] = expand(value, env)
+    return env
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: env.get(m[1] or m[2], m[0]), text)
+
+
+def lint(text: str, *, inherited: dict[str, str] | None = None) -> list[str]:
+    """Problems as `<rule>: line N: what`, empty when the Dockerfile is fine."""
+    instructions = parse(text)
+    env: dict[str, str] = dict(inherited or {})
+    problems: list[str] = []
+    user = (inherited or {}).get("__user__", "")
+    shell_pipefail = False
+    for ins in instructions:
+        where = f"line {ins.line}"
+        if ins.keyword == "ENV":
+            env = environment([ins], env)
+        elif ins.keyword == "FROM":
+            image = ins.words[0]
+            last = image.split("/")[-1]
+            tag = last.partition(":")[2] if "@" not in last else "digest"
+            if not tag:
+                problems.append(f"DL3006: {where}: base image {image} has no tag")
+            elif tag == "latest":
+                problems.append(f"DL3007: {where}: base image {image} uses latest")
+        elif ins.keyword == "USER":
+            user = expand(ins.args, env)
+        elif ins.keyword == "WORKDIR":
+            if not expand(ins.args, env).startswith("/"):
+                problems.append(f"DL3000: {where}: WORKDIR {ins.args} is not absolute")
+        elif ins.keyword == "ADD":
+            if re.search(r"\bhttps?://", ins.args):
+                problems.append(f"DL3020: {where}: ADD of a URL; download in RUN and verify it")
+            else:
+                problems.append(f"DL3020: {where}: use COPY for files, not ADD")
+        elif ins.keyword == "COPY":
+            destination = expand(ins.words[-1], env)
+            home = env.get("HOME", "")
+            if home and destination.startswith(home) and "chown" not in ins.flags:
+                problems.append(f"chown: {where}: COPY into {home} without --chown")
+        elif ins.keyword == "SHELL":
+            shell_pipefail = "pipefail" in ins.args
+        elif ins.keyword == "RUN":
+            problems += _run_problems(ins, where, shell_pipefail=shell_pipefail)
+        elif ins.keyword in ("ENTRYPOINT", "CMD"):
+            if ins.exec_form is None:
+                problems.append(f"DL3025: {where}: {ins.keyword} in shell form; use JSON")
+            problems += _user_problems(user, where)
+        elif ins.keyword == "MAINTAINER":
+            problems.append(f"DL4000: {where}: MAINTAINER is deprecated; use a LABEL")
+    if not any(ins.keyword in ("ENTRYPOINT", "CMD") for ins in instructions):
+        problems += _user_problems(user, "end")
+    return problems
+
+
+def _user_problems(user: str, where: str) -> list[str]:
+    name = user.partition(":")[0]
+    if not name:
+        return [f"DL3002: {where}: runs as root (no USER)"]
+    if not name.isdigit():
+        return [f"user: {where}: USER {user} is not numeric (runAsNonRoot cannot check it)"]
+    if int(name) == 0:
+        return [f"DL3002: {where}: USER is root"]
+    return []
+
+
+def _run_problems(ins: Instruction, where: str, *, shell_pipefail: bool) -> list[str]:
+    problems = []
+    for command in re.split(r"&&|\|\||;", ins.args):
+        words = command.split()
+        if words[:1] == ["cd"]:
+            problems.append(f"DL3003: {where}: use WORKDIR instead of cd")
+        if words[:1] == ["sudo"]:
+            problems.append(f"DL3004: {where}: do not use sudo")
+        if "pip" in words[:3] and "install" in words and "--no-cache-dir" not in words:
+            problems.append(f"DL3042: {where}: pip install without --no-cache-dir")
+        if (
+            words[:1] == ["apt-get"]
+            and "install" in words
+            and "--no-install-recommends" not in words
+        ):
+            problems.append(f"DL3015: {where}: apt-get install without --no-install-recommends")
+    if re.search(r"(?<!\|)\|(?!\|)", ins.args) and not shell_pipefail:
+        problems.append(f"DL4006: {where}: a pipe in RUN needs SHELL with -o pipefail")
+    return problems
+
+
+RUNTIME = (REPO / "Dockerfile").read_text()
+SCAFFOLDED = dockerfile("web-operator")
+SAMPLE = (REPO / "sample.Dockerfile").read_text()
+# What an image built FROM the runtime inherits from it.
+BASE = {**environment(parse(RUNTIME), {}), "__user__": str(RUNTIME_UID)}
+
+
+@pytest.mark.parametrize(
+    ("text", "inherited"),
+    [
+        pytest.param(RUNTIME, {}, id="runtime"),
+        pytest.param(SCAFFOLDED, BASE, id="scaffolded"),
+        pytest.param(SAMPLE, BASE, id="sample"),
+    ],
+)
+def test_dockerfile_passes_the_rules(text: str, inherited: dict[str, str]) -> None:
+    assert lint(text, inherited=inherited) == []
+
+
+def test_runtime_image() -> None:
+    instructions = parse(RUNTIME)
+    (base,) = [ins for ins in instructions if ins.keyword == "FROM"]
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-[a-z]+", base.args), base.args
+    env = environment(instructions, {})
+    assert env["HOME"] == "/opt/ansible"
+    assert env["ANSIBLE_ROLES_PATH"] == "/opt/ansible/roles"
+    # every path Ansible and the runner write to at run time is under /tmp (an emptyDir)
+    for key in ("ANSIBLE_LOCAL_TEMP", "ANSIBLE_REMOTE_TEMP", "ANSIBLE_OPERATOR_RUNNER_DIR"):
+        assert env[key].startswith("/tmp/"), key
+    workdirs = [ins.args for ins in instructions if ins.keyword == "WORKDIR"]
+    assert workdirs == [env["HOME"]]
+    users = [ins.args for ins in instructions if ins.keyword == "USER"]
+    assert users == [str(RUNTIME_UID)]
+    keywords = [ins.keyword for ins in instructions]
+    assert keywords.index("USER") < keywords.index("ENTRYPOINT")
+    (entrypoint,) = [ins for ins in instructions if ins.keyword == "ENTRYPOINT"]
+    assert entrypoint.exec_form == ["ansible-operator", "run", "--watches-file=./watches.yaml"]
+    runs = " ".join(ins.args for ins in instructions if ins.keyword == "RUN")
+    assert "pip install --no-cache-dir" in runs
+    assert f"chown -R {RUNTIME_UID}:0 /opt/ansible" in runs
+    labels = " ".join(ins.args for ins in instructions if ins.keyword == "LABEL")
+    assert f'org.opencontainers.image.version="{__version__}"' in labels
+
+
+@pytest.mark.parametrize(
+    "text", [pytest.param(SCAFFOLDED, id="scaffolded"), pytest.param(SAMPLE, id="sample")]
+)
+def test_operator_image(text: str) -> None:
+    instructions = parse(text)
+    assert instructions[0].keyword == "FROM"
+    assert instructions[0].args == f"{RUNTIME_IMAGE}:{__version__}"
+    copies = [
+        (ins.words[0], expand(ins.words[-1], BASE), ins.flags.get("chown"))
+        for ins in instructions
+        if ins.keyword == "COPY"
+    ]
+    owner = f"{RUNTIME_UID}:0"
+    assert copies == [
+        ("requirements.yml", "/opt/ansible/requirements.yml", owner),
+        ("watches.yaml", "/opt/ansible/watches.yaml", owner),
+        ("roles/", "/opt/ansible/roles/", owner),
+        ("playbooks/", "/opt/ansible/playbooks/", owner),
+    ]
+    runs = [ins.args for ins in instructions if ins.keyword == "RUN"]
+    assert any("ansible-galaxy collection install -r ${HOME}/requirements.yml" in r for r in runs)
+    assert not [ins for ins in instructions if ins.keyword in ("USER", "ENTRYPOINT", "CMD")]
+
+
+def test_sample_dockerfile_is_the_scaffolded_one() -> None:
+    assert dockerfile("memcached-operator") == SAMPLE
+
+
+def test_sample_has_what_its_dockerfile_copies() -> None:
+    for source in ("requirements.yml", "watches.yaml", "roles", "playbooks"):
+        assert (REPO / source).exists(), source
+
+
+def test_dockerignore_keeps_what_the_images_copy() -> None:
+    ignored = {
+        line.strip().rstrip("/")
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    needed = {"pyproject.toml", "README.md", "runner", "requirements.yml", "watches.yaml"}
+    needed |= {"roles", "playbooks"}
+    assert not needed & ignored
+    assert {".venv", ".cluster", "tests", ".git"} <= ignored
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        pytest.param("FROM python\nUSER 1001\n", "DL3006", id="untagged"),
+        pytest.param("FROM python:latest\nUSER 1001\n", "DL3007", id="latest"),
+        pytest.param("FROM registry:5000/python\nUSER 1001\n", "DL3006", id="port-not-tag"),
+        pytest.param("FROM python:3.11.14-slim\n", "DL3002", id="no-user"),
+        pytest.param("FROM python:3.11.14-slim\nUSER 0\n", "DL3002", id="root"),
+        pytest.param("FROM python:3.11.14-slim\nUSER ansible\n", "user:", id="named-user"),
+        pytest.param(
+            'FROM python:3.11.14-slim\nENTRYPOINT ["x"]\nUSER 1001\n', "DL3002", id="user-late"
+        ),
+        pytest.param(
+            "FROM python:3.11.14-slim\nUSER 1001\nENTRYPOINT ansible-operator run\n",
+            "DL3025",
+            id="shell-form",
+        ),
+        pytest.param(
+            "FROM python:3.11.14-slim\nWORKDIR opt\nUSER 1001\n", "DL3000", id="relative-workdir"
+        ),
+        pytest.param(
+            "FROM python:3.11.14-slim\nADD https://example.com/x.tgz /x\nUSER 1001\n",
+            "DL3020",
+            id="add-url",
+        ),
+        pytest.param(
+            "FROM python:3.11.14-slim\nRUN pip install \\\n  ansible\nUSER 1001\n",
+            "DL3042",
+            id="pip-cache",
+        ),
+        pytest.param("FROM python:3.11.14-slim\nRUN cd /x && make\nUSER 1001\n", "DL3003", id="cd"),
+        pytest.param(
+            "FROM python:3.11.14-slim\nRUN curl x | sh\nUSER 1001\n", "DL4006", id="pipefail"
+        ),
+        pytest.param(
+            "FROM python:3.11.14-slim\nENV HOME=/opt/a\nCOPY roles/ ${HOME}/roles/\nUSER 1001\n",
+            "chown:",
+            id="copy-without-chown",
+        ),
+    ],
+)
+def test_the_rules_catch_problems(text: str, rule: str) -> None:
+    assert any(problem.startswith(rule) for problem in lint(text)), lint(text)
+
+
+def test_parser_joins_continuations_and_skips_comments() -> None:
+    text = "FROM a:1\nRUN one \\\n# a comment inside\n    && two\nCOPY --chown=1:0 --link x /y\n"
+    run, copy = parse(text)[1:]
+    assert (run.keyword, run.args, run.line) == ("RUN", "one && two", 2)
+    assert copy.flags == {"chown": "1:0", "link": ""}
+    assert copy.words == ["x", "/y"]
