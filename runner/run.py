@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from runner.durations import parse_duration
 from runner.engine.leader import LeaderElector, LeaderSettings
 from runner.engine.manager import Manager
 from runner.engine.reconciler import RunSettings
+from runner.engine.reload import Reloader
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.observability import logging as logs
@@ -84,14 +85,18 @@ def run(args: argparse.Namespace) -> int:
     prepare_environment(args, environ)
     reconcile_period = _duration("--reconcile-period", args.reconcile_period)
     graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
-    loaded = watches_mod.load(
-        args.watches_file,
-        environ=dict(environ),
-        cwd=Path.cwd(),
-        default_reconcile_period=reconcile_period,
-        default_max_concurrent_reconciles=args.max_concurrent_reconciles,
-        default_ansible_verbosity=args.ansible_verbosity,
-    )
+
+    def load_watches() -> tuple[watches_mod.Watch, ...]:
+        return watches_mod.load(
+            args.watches_file,
+            environ=dict(environ),
+            cwd=Path.cwd(),
+            default_reconcile_period=reconcile_period,
+            default_max_concurrent_reconciles=args.max_concurrent_reconciles,
+            default_ansible_verbosity=args.ansible_verbosity,
+        )
+
+    loaded = load_watches()
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
@@ -101,8 +106,18 @@ def run(args: argparse.Namespace) -> int:
             loaded,
             namespaces=watch_namespaces(environ),
             graceful=graceful,
+            load_watches=load_watches,
         )
     )
+
+
+def search_paths(environ: Mapping[str, str]) -> list[Path]:
+    """The user's roles and collections paths (what a live reload watches besides the
+    watches' own roles and playbooks); our bundled collection is not theirs to edit."""
+    bundled = str(bundled_collections_path())
+    entries = environ.get("ANSIBLE_ROLES_PATH", "").split(":")
+    entries += environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(":")
+    return [Path(e).expanduser() for e in entries if e and e != bundled]
 
 
 def owner_of(obj: Mapping[str, Any]) -> Owner:
@@ -172,6 +187,7 @@ async def _serve(
     *,
     namespaces: list[str] | None,
     graceful: float,
+    load_watches: Callable[[], tuple[watches_mod.Watch, ...]],
 ) -> int:
     environ = os.environ
     served = endpoints(args)
@@ -238,8 +254,18 @@ async def _serve(
             events=EventRecorder(client),
             leader=LeaderElector(client, leadership) if leadership else None,
         )
-        for controller in manager.controllers:
-            cache.adopt(controller.informer)
+        manager.on_controller = lambda controller: cache.adopt(controller.informer)
+        if args.reload or environ.get("ANSIBLE_OPERATOR_RELOAD", "").lower() in ("1", "true"):
+            reloader = Reloader(
+                manager,
+                watches_file=Path(args.watches_file),
+                load_watches=load_watches,
+                shared_paths=search_paths(environ),
+                on_watches=proxy.set_watches,
+                environ=dict(environ),
+            )
+            reloader.start()
+            stack.push_async_callback(reloader.stop)
         if served.health is not None:
             health = HealthServer(served.health, ready=manager.ready)
             await health.start()

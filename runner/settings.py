@@ -23,6 +23,32 @@ def _add_bool(group: argparse._ArgumentGroup, flag: str, *, default: bool, help:
     )
 
 
+_SIZE_SUFFIXES = {
+    "": 1,
+    "k": 10**3,
+    "m": 10**6,
+    "g": 10**9,
+    "t": 10**12,
+    "ki": 2**10,
+    "mi": 2**20,
+    "gi": 2**30,
+    "ti": 2**40,
+}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `1073741824`, `500Mi`, `1Gi`, `2G` (a `B` suffix is allowed)."""
+    raw = text.strip()
+    lowered = raw.lower().removesuffix("b")
+    digits = lowered.rstrip("kmgti")
+    suffix = lowered[len(digits) :]
+    if not digits.isdigit() or suffix not in _SIZE_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: use bytes or a suffix Ki, Mi, Gi, Ti (or K, M, G, T)"
+        )
+    return int(digits) * _SIZE_SUFFIXES[suffix]
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Register every flag of SPEC.md's `run` section."""
     ansible = parser.add_argument_group("Ansible")
@@ -55,6 +81,23 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     ansible.add_argument("--ansible-roles-path", default="", help="sets ANSIBLE_ROLES_PATH")
     ansible.add_argument(
         "--ansible-collections-path", default="", help="sets ANSIBLE_COLLECTIONS_PATH"
+    )
+    ansible.add_argument(
+        "--max-artifacts-bytes",
+        type=parse_size,
+        default=parse_size("1Gi"),
+        metavar="SIZE",
+        help="disk use allowed for the run artifacts of all resources together, e.g. 500Mi "
+        "or 2Gi; the oldest runs are removed first, never a resource's latest run "
+        "(default 1Gi, 0: no limit)",
+    )
+
+    _add_bool(
+        ansible,
+        "--reload",
+        default=False,
+        help="reload changed roles, playbooks and watches.yaml while running "
+        "(also ANSIBLE_OPERATOR_RELOAD=1)",
     )
 
     proxy = parser.add_argument_group("API proxy")

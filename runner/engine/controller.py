@@ -71,6 +71,8 @@ class Controller:
         )
         self._global_limit = global_limit
         self._tasks: list[asyncio.Task[None]] = []
+        self._running = asyncio.Event()
+        self._running.set()
         self.active = 0
         self.reconciles = 0
 
@@ -100,10 +102,23 @@ class Controller:
     async def wait_synced(self) -> None:
         await self.informer.synced.wait()
 
+    def pause(self, reason: str) -> None:
+        """Hold new reconciles (runs in flight finish) until `resume`: a role being edited
+        is broken, and running it would only turn every CR to Failure."""
+        if self._running.is_set():
+            log.warning("%s: reconciles paused: %s", self.name, reason)
+        self._running.clear()
+
+    def resume(self) -> None:
+        if not self._running.is_set():
+            log.info("%s: reconciles resumed", self.name)
+        self._running.set()
+
     async def _worker(self) -> None:
         while True:
             key = await self.queue.get()
             try:
+                await self._running.wait()
                 if self._global_limit is None:
                     outcome = await self._reconcile(key)
                 else:

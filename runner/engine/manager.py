@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
@@ -47,20 +47,52 @@ class Manager:
         self._graceful = graceful_shutdown_timeout
         self._leader = leader
         self._started = False
-        limit = asyncio.Semaphore(max_workers) if max_workers > 0 else None
-        self.controllers = [
-            Controller(
-                watch=watch,
-                client=client,
-                backend=backend,
-                settings=settings,
-                namespaces=namespaces,
-                global_limit=limit,
-                metrics=metrics,
-                events=events,
-            )
-            for watch in watches
-        ]
+        self._client = client
+        self._backend = backend
+        self._settings = settings
+        self._namespaces = namespaces
+        self._limit = asyncio.Semaphore(max_workers) if max_workers > 0 else None
+        self._metrics = metrics
+        self._events = events
+        self.on_controller: Callable[[Controller], None] = lambda _controller: None
+        """Called with every controller before it starts (the proxy shares its cache)."""
+        self.controllers = [self._make(watch) for watch in watches]
+
+    def _make(self, watch: Watch) -> Controller:
+        return Controller(
+            watch=watch,
+            client=self._client,
+            backend=self._backend,
+            settings=self._settings,
+            namespaces=self._namespaces,
+            global_limit=self._limit,
+            metrics=self._metrics,
+            events=self._events,
+        )
+
+    def controller(self, gvk: GVK) -> Controller | None:
+        return next((c for c in self.controllers if c.watch.gvk == gvk), None)
+
+    async def add(self, watch: Watch) -> None:
+        """Start reconciling a new watch (live reload)."""
+        controller = self._make(watch)
+        self.controllers.append(controller)
+        if self._started:
+            self.on_controller(controller)
+            await controller.start()
+
+    async def remove(self, gvk: GVK) -> None:
+        """Stop reconciling `gvk`; runs in flight finish first. Its CRs stay as they are."""
+        controller = self.controller(gvk)
+        if controller is None:
+            return
+        self.controllers.remove(controller)
+        await controller.stop(timeout=self._graceful)
+
+    async def replace(self, watch: Watch) -> None:
+        """Restart the controller of `watch.gvk` with new settings."""
+        await self.remove(watch.gvk)
+        await self.add(watch)
 
     def enqueue(self, gvk: GVK, key: NamespacedName) -> None:
         """Reconcile `key` of the primary kind `gvk` (a dependent of it changed)."""
@@ -71,6 +103,7 @@ class Manager:
     async def start(self) -> None:
         self._started = True
         for controller in self.controllers:
+            self.on_controller(controller)
             await controller.start()
 
     async def wait_synced(self) -> None:

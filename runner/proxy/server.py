@@ -95,6 +95,11 @@ class ProxyServer:
         self.stats = ProxyStats()
         self._all_blacklisted = frozenset(gvk for watch in watches for gvk in watch.blacklist)
 
+    def set_watches(self, watches: Sequence[Watch]) -> None:
+        """Use a reloaded watches.yaml from the next request on."""
+        self._watches = {watch.gvk: watch for watch in watches}
+        self._all_blacklisted = frozenset(gvk for watch in watches for gvk in watch.blacklist)
+
     async def start(self) -> int:
         """Listen; return the port actually bound."""
         app = web.Application(client_max_size=64 * 1024**2)

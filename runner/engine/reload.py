@@ -1,0 +1,293 @@
+"""Live reload (`run --reload`): edit a role or watches.yaml, see the cluster follow.
+
+One watchdog observer watches watches.yaml, every role and playbook the watches use, the
+roles path and the user's collections path. Its events (from watchdog's thread) are
+moved onto the event loop, filtered (editor swap files, `__pycache__`, `.git`,
+artifacts) and debounced, so an editor's burst of writes is one reload. Then:
+
+- a role/playbook file changed: it is checked first (YAML parses; a playbook passes
+  `ansible-playbook --syntax-check`). Broken: reported once, with file, line and message,
+  and the watches using it are paused, so their CRs keep their last good status instead
+  of turning to Failure on every save. Good: those watches resume and every CR of every
+  watch whose role or playbook tree contains the file is reconciled again (all role
+  watches when the file is somewhere on the roles or collections path);
+- watches.yaml changed: it is parsed with the start-up code. Invalid: one clear error,
+  the running configuration stays. Valid: new GVKs get controllers, removed ones are
+  stopped (their CRs and finalizers are left alone, and the log says so), changed ones are
+  restarted, the others keep running untouched. Runs in flight always finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import yaml
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from runner.engine.manager import Manager
+from runner.errors import ConfigError
+from runner.structs import GVK
+from runner.watches import Watch
+
+log = logging.getLogger("ansible-operator.reload")
+
+DEBOUNCE_SECONDS = 0.5
+_IGNORED_DIRS = frozenset(("__pycache__", ".git", "artifacts", ".mypy_cache", ".pytest_cache"))
+_YAML_SUFFIXES = (".yml", ".yaml")
+
+WatchesLoader = Callable[[], tuple[Watch, ...]]
+
+
+# -- pure decisions ----------------------------------------------------------------------
+
+
+def is_ignored(path: Path) -> bool:
+    """Editor noise and generated files: swap/backup files, caches, VCS and artifacts."""
+    name = path.name
+    if any(part in _IGNORED_DIRS for part in path.parts):
+        return True
+    return (
+        name.endswith(("~", ".swp", ".swx", ".swo", ".tmp", ".pyc"))
+        or name.startswith((".#", "#"))
+        or name == "4913"  # vim's probe file
+    )
+
+
+def watch_trees(watch: Watch) -> list[Path]:
+    """The files and directories whose content a watch's runs depend on."""
+    finalizer = watch.finalizer
+    roles = [watch.role, finalizer.role if finalizer else None]
+    playbooks = [watch.playbook, finalizer.playbook if finalizer else None]
+    # A playbook's neighbours (its vars files, its roles/ directory) count too.
+    return [r for r in roles if r is not None] + [p.parent for p in playbooks if p is not None]
+
+
+def affected(path: Path, watches: Sequence[Watch], shared: Sequence[Path]) -> set[GVK]:
+    """Watches whose runs may change because `path` changed; every role-based watch when
+    it lies on a shared search path (roles or collections) and no tree claims it."""
+    hit = {w.gvk for w in watches if any(_within(path, tree) for tree in watch_trees(w))}
+    if hit:
+        return hit
+    if any(_within(path, root) for root in shared):
+        return {w.gvk for w in watches}
+    return set()
+
+
+def diff(old: Sequence[Watch], new: Sequence[Watch]) -> tuple[list[Watch], list[GVK], list[Watch]]:
+    """(added, removed, changed) between two watch lists, by GVK."""
+    before = {w.gvk: w for w in old}
+    after = {w.gvk: w for w in new}
+    added = [w for gvk, w in after.items() if gvk not in before]
+    removed = [gvk for gvk in before if gvk not in after]
+    changed = [w for gvk, w in after.items() if gvk in before and before[gvk] != w]
+    return added, removed, changed
+
+
+def check_yaml(path: Path) -> str | None:
+    """None when `path` is not YAML or parses; else `file:line: message`."""
+    if path.suffix not in _YAML_SUFFIXES or not path.is_file():
+        return None
+    try:
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        return f"{path}{line}: {err.problem or err}"
+    except (yaml.YAMLError, OSError, UnicodeDecodeError) as err:
+        return f"{path}: {err}"
+    return None
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+# -- the watcher -------------------------------------------------------------------------
+
+
+class _Forwarder(FileSystemEventHandler):
+    """Hands watchdog's events (its thread) to the event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sink: Callable[[Path], None]) -> None:
+        self._loop = loop
+        self._sink = sink
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            if raw:
+                path = Path(os.fsdecode(raw))
+                if not is_ignored(path):
+                    self._loop.call_soon_threadsafe(self._sink, path)
+
+
+class Reloader:
+    """Applies file changes to a running `Manager` (see the module docstring)."""
+
+    def __init__(
+        self,
+        manager: Manager,
+        *,
+        watches_file: Path,
+        load_watches: WatchesLoader,
+        shared_paths: Iterable[Path],
+        on_watches: Callable[[tuple[Watch, ...]], None] = lambda _watches: None,
+        environ: dict[str, str] | None = None,
+    ) -> None:
+        self._manager = manager
+        self._watches_file = watches_file.resolve()
+        self._load = load_watches
+        self._shared = [p.resolve() for p in shared_paths if p.exists()]
+        self._on_watches = on_watches
+        self._environ = environ
+        self._watches = tuple(c.watch for c in manager.controllers)
+        self._pending: set[Path] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._broken: dict[Path, str] = {}  # file -> the error reported for it
+        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._lock = asyncio.Lock()
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        observer = Observer()
+        handler = _Forwarder(loop, self._changed)
+        for root in self._roots():
+            observer.schedule(handler, str(root), recursive=root.is_dir())
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+        log.info("live reload on: watching %s", ", ".join(str(r) for r in self._roots()))
+
+    async def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._observer is not None:
+            self._observer.stop()
+            await asyncio.to_thread(self._observer.join, 5)
+            self._observer = None
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _roots(self) -> list[Path]:
+        roots = {self._watches_file.parent}
+        for watch in self._watches:
+            roots.update(tree for tree in watch_trees(watch) if tree.exists())
+        roots.update(self._shared)
+        # Nested roots would report each event twice.
+        return sorted(r for r in roots if not any(o != r and o in r.parents for o in roots))
+
+    def _changed(self, path: Path) -> None:
+        self._pending.add(path)
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(DEBOUNCE_SECONDS, self._flush)
+
+    def _flush(self) -> None:
+        self._timer = None
+        batch, self._pending = self._pending, set()
+        task = asyncio.create_task(self.apply(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def apply(self, paths: set[Path]) -> None:
+        """Handle one debounced batch of changed paths."""
+        async with self._lock:
+            if any(p.resolve() == self._watches_file for p in paths if p.exists()) or (
+                self._watches_file in paths
+            ):
+                await self._reload_watches()
+            files = {p for p in paths if p.resolve() != self._watches_file}
+            if files:
+                await self._files_changed(files)
+
+    async def _reload_watches(self) -> None:
+        try:
+            new = self._load()
+        except ConfigError as err:
+            log.error("watches.yaml not reloaded, the running configuration stays: %s", err)
+            return
+        added, removed, changed = diff(self._watches, new)
+        if not (added or removed or changed):
+            log.info("watches.yaml reloaded: no change")
+            return
+        self._watches = new
+        self._on_watches(new)
+        for gvk in removed:
+            log.info("stopped watching %s; its CRs and finalizers are left as they are", gvk)
+            await self._manager.remove(gvk)
+        for watch in changed:
+            log.info("restarting the controller of %s with its new settings", watch.gvk)
+            await self._manager.replace(watch)
+        for watch in added:
+            log.info("started watching %s", watch.gvk)
+            await self._manager.add(watch)
+
+    async def _files_changed(self, files: set[Path]) -> None:
+        targets: set[GVK] = set()
+        for path in sorted(files):
+            targets |= affected(path, self._watches, self._shared)
+        if not targets:
+            return
+        problems = [p for p in (check_yaml(path) for path in files) if p is not None]
+        problems += await self._syntax_problems(targets)
+        for path in files:
+            self._broken.pop(path, None)
+        if problems:
+            for problem in problems:
+                if problem not in self._broken.values():
+                    log.error("not reloading, fix this first: %s", problem)
+            for path in files:
+                self._broken[path] = problems[0]
+            for gvk in targets:
+                controller = self._manager.controller(gvk)
+                if controller is not None:
+                    controller.pause(problems[0])
+            return
+        if self._broken:
+            return  # another file is still broken
+        for gvk in sorted(targets):
+            controller = self._manager.controller(gvk)
+            if controller is None:
+                continue
+            controller.resume()
+            controller.enqueue_all()
+            log.info("reloaded: reconciling every %s again", gvk.kind)
+
+    async def _syntax_problems(self, targets: set[GVK]) -> list[str]:
+        problems = []
+        for watch in self._watches:
+            if watch.gvk in targets and watch.playbook is not None:
+                problem = await syntax_check(watch.playbook, self._environ)
+                if problem:
+                    problems.append(problem)
+        return problems
+
+
+async def syntax_check(playbook: Path, environ: dict[str, str] | None) -> str | None:
+    """`ansible-playbook --syntax-check`; None when it passes, else its message."""
+    command = Path(sys.executable).with_name("ansible-playbook")
+    process = await asyncio.create_subprocess_exec(
+        str(command) if command.exists() else "ansible-playbook",
+        "--syntax-check",
+        "-i",
+        "localhost,",
+        str(playbook),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=environ,
+    )
+    output, _ = await process.communicate()
+    if process.returncode == 0:
+        return None
+    text = output.decode(errors="replace").strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return f"{playbook}: " + " ".join(lines[:6])

@@ -1,0 +1,123 @@
+"""`ansible-operator run --reload`: role edits, broken edits, and watches.yaml changes are
+applied to a running operator without a restart and without losing work."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes.dynamic.exceptions import NotFoundError
+from support.kube import condition, wait_for
+from support.operator import OperatorProcess, crd, install_crd, write_project
+
+GROUP = "reload.test.example.com"
+API_VERSION = f"{GROUP}/v1alpha1"
+
+
+def role(value: str) -> str:
+    return f"""
+- name: Output ConfigMap
+  kubernetes.core.k8s:
+    definition:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: "{{{{ ansible_operator_meta.name }}}}-out"
+        namespace: "{{{{ ansible_operator_meta.namespace }}}}"
+      data:
+        value: "{value}"
+"""
+
+
+def entry(kind: str, **extra: Any) -> dict[str, Any]:
+    return {"group": GROUP, "version": "v1alpha1", "kind": kind, "role": "r", **extra}
+
+
+@pytest.fixture(scope="module")
+def kinds(dyn: Any) -> dict[str, Any]:
+    return {kind: install_crd(dyn, crd(group=GROUP, kind=kind)) for kind in ("Reloaded", "Added")}
+
+
+def test_live_reload(
+    dyn: Any, kinds: dict[str, Any], kubeconfig: Path, tmp_path: Path, namespace: str
+) -> None:
+    project = write_project(
+        tmp_path / "project", watches=[entry("Reloaded")], roles={"r": role("v1")}
+    )
+    tasks = project / "roles" / "r" / "tasks" / "main.yml"
+    configmaps = dyn.resources.get(api_version="v1", kind="ConfigMap")
+    proc = OperatorProcess(
+        project, kubeconfig=kubeconfig, log=tmp_path / "op.log", args=["--reload"]
+    )
+
+    def output(name: str) -> str | None:
+        try:
+            return str(configmaps.get(name=f"{name}-out", namespace=namespace).data["value"])
+        except NotFoundError:
+            return None
+
+    def runs() -> int:
+        return proc.log().count("running Ansible")
+
+    try:
+        wait_for(lambda: "live reload on" in proc.log(), timeout=30, message="reload started")
+        body = {"apiVersion": API_VERSION, "kind": "Reloaded", "metadata": {"name": "one"}}
+        kinds["Reloaded"].create(body={**body, "spec": {}}, namespace=namespace)
+        wait_for(lambda: output("one") == "v1", timeout=60, message="first run")
+
+        # An edit of the role re-runs its CRs.
+        tasks.write_text(role("v2"))
+        wait_for(lambda: output("one") == "v2", timeout=60, message="role edit applied")
+
+        # A broken edit is reported once with file and line, and nothing runs.
+        time.sleep(1)
+        before = runs()
+        tasks.write_text("- name: broken\n  debug: [unclosed\n")
+        wait_for(
+            lambda: "not reloading, fix this first" in proc.log(),
+            timeout=30,
+            message="broken role reported",
+        )
+        assert f"{tasks}:" in proc.log()
+        time.sleep(3)
+        assert runs() == before
+        cond = condition(kinds["Reloaded"].get(name="one", namespace=namespace), "Successful")
+        assert cond is not None and cond["status"] == "True"
+
+        # Fixed: runs again.
+        tasks.write_text(role("v3"))
+        wait_for(lambda: output("one") == "v3", timeout=60, message="fixed role applied")
+
+        # A new watch starts; an invalid watches.yaml changes nothing.
+        watches = project / "watches.yaml"
+        watches.write_text(yaml.safe_dump([entry("Reloaded"), entry("Added")]))
+        wait_for(lambda: "started watching" in proc.log(), timeout=30, message="new watch")
+        added = {"apiVersion": API_VERSION, "kind": "Added", "metadata": {"name": "two"}}
+        kinds["Added"].create(body={**added, "spec": {}}, namespace=namespace)
+        wait_for(lambda: output("two") == "v3", timeout=60, message="new kind reconciled")
+
+        watches.write_text(
+            yaml.safe_dump([entry("Reloaded", reconcilePeriod="soon"), entry("Added")])
+        )
+        wait_for(
+            lambda: "watches.yaml not reloaded" in proc.log(),
+            timeout=30,
+            message="invalid watches.yaml reported",
+        )
+        assert "reconcilePeriod" in proc.log()
+
+        # Removing a watch stops its controller and leaves its CRs alone.
+        watches.write_text(yaml.safe_dump([entry("Reloaded")]))
+        wait_for(
+            lambda: "its CRs and finalizers are left as they are" in proc.log(),
+            timeout=30,
+            message="removed watch stopped",
+        )
+        assert kinds["Added"].get(name="two", namespace=namespace) is not None
+        assert proc.running()
+    finally:
+        proc.stop()
+        print(proc.log()[-5000:])
