@@ -9,6 +9,14 @@ OPERATOR := $(BIN)/ansible-operator
 # The local control plane's state; `make run` and the tests share it.
 export ANSIBLE_OPERATOR_CLUSTER_DIR ?= $(CURDIR)/.cluster
 PYTEST_ARGS ?=
+# The sample's cluster targets use the cached kubectl (kustomize built in), against
+# $KUBECONFIG when set, else the local cluster.
+KUBECTL := $(OPERATOR) cluster kubectl
+ignore-not-found ?= false
+# The runtime image the top-level Dockerfile builds; docker or podman.
+RUNTIME_VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+RUNTIME_IMG ?= quay.io/ansible-operator-python/ansible-operator:$(RUNTIME_VERSION)
+CONTAINER_TOOL ?= docker
 
 .PHONY: help
 help: ## list the targets
@@ -26,7 +34,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed ## create .venv with the project and its dev tools
 
 .PHONY: binaries
-binaries: venv ## build (first time) or reuse the control-plane binaries
+binaries: venv ## build (first time) or reuse the control-plane binaries and operator-sdk, opm
 	$(OPERATOR) cluster up --build-only
 
 .PHONY: lint
@@ -73,3 +81,71 @@ clean: ## remove the virtualenv and local state (keeps the binary cache in ~/.ca
 .PHONY: bench
 bench: venv ## reconcile benchmark on the local cluster (N=50 Memcached CRs)
 	$(BIN)/python bench/reconcile.py
+
+.PHONY: install
+install: venv ## install the sample's CRDs (config/crd) into the cluster
+	$(KUBECTL) apply -k config/crd
+
+.PHONY: uninstall
+uninstall: venv ## delete the sample's CRDs (and its custom resources) from the cluster
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
+
+.PHONY: deploy
+deploy: venv ## deploy the sample operator (config/default) into the cluster
+	$(KUBECTL) apply -k config/default
+
+.PHONY: undeploy
+undeploy: venv ## delete everything `deploy` created
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
+
+.PHONY: docker-build
+docker-build: ## build the runtime image RUNTIME_IMG (prints the command without docker)
+	@if $(CONTAINER_TOOL) info >/dev/null 2>&1; then \
+	  $(CONTAINER_TOOL) build -t $(RUNTIME_IMG) . ; \
+	else echo "no working $(CONTAINER_TOOL) here; where there is one, run:" \
+	  "$(CONTAINER_TOOL) build -t $(RUNTIME_IMG) ." ; fi
+
+# OLM packaging of the sample, with operator-sdk's variable names. VERSION is the
+# sample operator's version (the bundle's); IMG is its image, the one the CSV deploys.
+VERSION ?= 0.1.0
+CHANNELS ?= alpha
+DEFAULT_CHANNEL ?=
+REPLACES ?=
+SKIP_RANGE ?=
+IMAGE_TAG_BASE ?= example.com/memcached-operator
+IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+BUNDLE_GEN_FLAGS ?= --version $(VERSION) --channels $(CHANNELS) --image $(IMG) \
+	$(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
+	$(if $(REPLACES),--replaces $(REPLACES)) $(if $(SKIP_RANGE),--skip-range '$(SKIP_RANGE)')
+# Paths of the real validators, built from Go modules on first use (hack/tools).
+OLM_TOOL = $$($(OPERATOR) cluster tools | sed -n 's/^$(1): //p')
+
+.PHONY: bundle
+bundle: venv ## write bundle/ and bundle.Dockerfile for VERSION (CHANNELS, DEFAULT_CHANNEL, IMG)
+	$(OPERATOR) bundle generate $(BUNDLE_GEN_FLAGS)
+	$(OPERATOR) bundle validate bundle
+
+.PHONY: bundle-validate
+bundle-validate: venv ## check bundle/ with our validator and the real operator-sdk
+	$(OPERATOR) bundle validate bundle
+	$(call OLM_TOOL,operator-sdk) bundle validate ./bundle
+
+.PHONY: bundle-build
+bundle-build: ## build the bundle image BUNDLE_IMG (prints the command when there is no docker)
+	@if $(CONTAINER_TOOL) info >/dev/null 2>&1; then \
+	  $(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) . ; \
+	else echo "no working $(CONTAINER_TOOL) here; where there is one, run: $(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) ." ; fi
+
+.PHONY: catalog
+catalog: venv ## add bundle/ (as BUNDLE_IMG) to the file-based catalog in catalog/, check it with opm
+	$(OPERATOR) catalog generate --bundle bundle --output catalog --bundle-image $(BUNDLE_IMG) \
+	  $(if $(wildcard catalog/*/index.yaml),--from catalog)
+	$(call OLM_TOOL,opm) validate catalog
+
+.PHONY: catalog-build
+catalog-build: ## build the catalog image CATALOG_IMG (prints the command when there is no docker)
+	@if $(CONTAINER_TOOL) info >/dev/null 2>&1; then \
+	  $(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) . ; \
+	else echo "no working $(CONTAINER_TOOL) here; where there is one, run: $(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) ." ; fi

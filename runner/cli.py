@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runner import __version__
+from runner import history as history_commands
 from runner.errors import AnsibleOperatorError
 from runner.packaging import commands as packaging_commands
 from runner.scaffold import commands as scaffold_commands
@@ -47,10 +48,17 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
     up = actions.add_parser("up", help="build (first time) and start the cluster")
     up.add_argument("--apiserver-port", type=int, help="fixed API server port (default: free)")
-    up.add_argument("--build-only", action="store_true", help="only build the binaries")
+    up.add_argument(
+        "--build-only",
+        action="store_true",
+        help="only build the binaries (and the OLM validators operator-sdk and opm)",
+    )
     down = actions.add_parser("down", help="stop the cluster and remove its state")
     down.add_argument("--keep", action="store_true", help="keep the state directory")
     actions.add_parser("status", help="what runs, where, since when")
+    actions.add_parser(
+        "tools", help="build (first time) the OLM validators operator-sdk and opm; print paths"
+    )
     actions.add_parser("kubeconfig", help="print the admin kubeconfig path")
     actions.add_parser("env", help="print `export KUBECONFIG=...`")
     kubectl = actions.add_parser(
@@ -84,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster(sub)
     scaffold_commands.add_commands(sub)
     packaging_commands.add_commands(sub)
+    history_commands.add_commands(sub)
+    from runner import varscmd
+
+    varscmd.add_commands(sub)
     return parser
 
 

@@ -7,6 +7,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from runner.cluster import build
+from runner.cluster.components import tools
 from runner.cluster.local import LocalCluster, default_state_dir
 from runner.errors import ClusterError
 
@@ -20,7 +22,11 @@ def dispatch(args: argparse.Namespace) -> int:
     cluster = LocalCluster(state_dir)
     if args.action == "up":
         if args.build_only:
-            for name, path in cluster.build(progress=_progress).items():
+            # The OLM validators (operator-sdk, opm) are built too: tests and
+            # `make bundle-validate` use them, `up` itself does not.
+            built = cluster.build(progress=_progress)
+            built |= build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
+            for name, path in built.items():
                 print(f"{name}: {path}")
             return 0
         cluster.up(progress=_progress, apiserver_port=args.apiserver_port)
@@ -30,6 +36,11 @@ def dispatch(args: argparse.Namespace) -> int:
         stopped = cluster.down(keep=args.keep, progress=_progress)
         if not stopped:
             _progress("no running cluster components found")
+        return 0
+    if args.action == "tools":
+        built = build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
+        for name, path in built.items():
+            print(f"{name}: {path}")
         return 0
     if args.action == "status":
         print("\n".join(cluster.status()))

@@ -34,6 +34,7 @@ class Component:
     module: GoModule
     package: str
     ldflags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
 
     @property
     def version(self) -> str:
@@ -92,3 +93,55 @@ def components(root: Path | None = None) -> dict[str, Component]:
         result[name] = Component(name, kubernetes, f"k8s.io/kubernetes/cmd/{name}", k8s_flags)
     result["kwok"] = Component("kwok", kwok, "sigs.k8s.io/kwok/cmd/kwok")
     return result
+
+
+def tools_dir() -> Path:
+    """The repository's hack/tools directory: wrapper modules of the OLM validators."""
+    return hack_dir().parent / "tools"
+
+
+def tools(root: Path | None = None) -> dict[str, Component]:
+    """The real OLM tools the tests check bundles and catalogs with (not part of `up`)."""
+    base = root or tools_dir()
+    sdk = GoModule(base / "operator-sdk", "github.com/operator-framework/operator-sdk")
+    registry = GoModule(base / "opm", "github.com/operator-framework/operator-registry")
+    sdk_version = f"{sdk.source_module}/internal/version"
+    opm_version = f"{registry.source_module}/cmd/opm/version"
+    return {
+        "operator-sdk": Component(
+            "operator-sdk",
+            sdk,
+            f"{sdk.source_module}/cmd/operator-sdk",
+            (
+                f"-X {sdk_version}.Version={sdk.version}",
+                f"-X {sdk_version}.GitVersion={sdk.version}",
+            ),
+            ("containers_image_openpgp",),
+        ),
+        "opm": Component(
+            "opm",
+            registry,
+            f"{registry.source_module}/cmd/opm",
+            (f"-X {opm_version}.opmVersion={registry.version}",),
+            ("containers_image_openpgp", "json1"),
+        ),
+    }
+
+
+def go_ansible_operator(root: Path | None = None) -> Component:
+    """The Go ansible-operator (operator-sdk's), which bench/compare.py measures ours against.
+
+    Not one of `tools()`: only the comparison benchmark needs it, so `cluster up
+    --build-only` and `cluster tools` do not build it.
+    """
+    base = root or tools_dir()
+    plugins = GoModule(
+        base / "ansible-operator-go", "github.com/operator-framework/ansible-operator-plugins"
+    )
+    version = f"{plugins.source_module}/internal/version"
+    return Component(
+        "ansible-operator-go",
+        plugins,
+        f"{plugins.source_module}/cmd/ansible-operator",
+        (f"-X {version}.Version={plugins.version}", f"-X {version}.GitVersion={plugins.version}"),
+    )

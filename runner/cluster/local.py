@@ -361,6 +361,24 @@ class LocalCluster:
             time.sleep(0.1)
         raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
 
+    def outage(self, name: str, *, seconds: float) -> None:
+        """Stop component `name`, keep it down for `seconds`, start it again with the same
+        command line and wait until it is ready (fault tests: an API server outage)."""
+        state = self.load_state()
+        running = state.running().get(name) if state is not None else None
+        if state is None or running is None:
+            raise ClusterError(f"no running {name} in {self.state_dir}")
+        argv = [
+            part.decode()
+            for part in Path(f"/proc/{running.pid}/cmdline").read_bytes().split(b"\0")
+            if part
+        ]
+        process.stop(running, grace=10)
+        time.sleep(seconds)
+        restarted = self._launch(state, name, argv)
+        if name == "kube-apiserver":
+            process.wait_until_ready(restarted, self.apiserver(state), "/readyz", timeout=60)
+
     def down(self, *, keep: bool = False, progress: Progress = print) -> list[str]:
         """Stop exactly what `up` started, newest first; remove the state unless `keep`."""
         state = self.load_state()

@@ -1,0 +1,303 @@
+"""Faults and load: nothing is lost when the API server goes away, the operator is killed
+or stopped mid-run, half the CRs are broken, or the operator lacks a permission.
+
+The API-server outage runs on a private cluster of its own, so that stopping its API
+server cannot disturb other tests.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+from support.kube import condition, wait_for
+from support.operator import OperatorProcess, crd, install_crd, write_project
+
+GROUP = "faults.test.example.com"
+API_VERSION = f"{GROUP}/v1alpha1"
+
+ROLE = """
+- name: Take a while when asked
+  ansible.builtin.pause:
+    seconds: "{{ pause | int }}"
+  when: pause | default(0) | int > 0
+
+- name: Fail when the spec is bad
+  ansible.builtin.fail:
+    msg: "bad spec for {{ ansible_operator_meta.name }}"
+  when: bad | default(false) | bool
+
+- name: Output ConfigMap
+  kubernetes.core.k8s:
+    definition:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: "{{ ansible_operator_meta.name }}-out"
+        namespace: "{{ ansible_operator_meta.namespace }}"
+      data:
+        ok: "yes"
+  when: not (skip_output | default(false) | bool)
+"""
+
+
+def watch(kind: str) -> dict[str, Any]:
+    return {"group": GROUP, "version": "v1alpha1", "kind": kind, "role": "r"}
+
+
+def create(resource: Any, name: str, namespace: str, spec: dict[str, Any] | None = None) -> None:
+    body = {"apiVersion": API_VERSION, "kind": resource.kind, "metadata": {"name": name}}
+    resource.create(body={**body, "spec": spec or {}}, namespace=namespace)
+
+
+def conditions_of(resource: Any, namespace: str) -> dict[str, dict[str, str]]:
+    """name -> {condition type: status} for every CR in `namespace`."""
+    found: dict[str, dict[str, str]] = {}
+    for item in resource.get(namespace=namespace).to_dict()["items"]:
+        conds = (item.get("status") or {}).get("conditions") or []
+        found[item["metadata"]["name"]] = {c["type"]: c["status"] for c in conds}
+    return found
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@pytest.fixture(scope="module")
+def kinds(dyn: Any) -> dict[str, Any]:
+    names = ("Steady", "Killed", "Stopped", "Many", "Denied")
+    return {kind: install_crd(dyn, crd(group=GROUP, kind=kind)) for kind in names}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Callable[[str], Path]:
+    """Makes the project directory of an operator watching one kind with ROLE."""
+
+    def make(kind: str) -> Path:
+        return write_project(tmp_path / kind, watches=[watch(kind)], roles={"r": ROLE})
+
+    return make
+
+
+def test_api_server_outage_loses_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from runner.cluster.local import LocalCluster
+
+    cluster = LocalCluster(tmp_path_factory.mktemp("outage-cluster"))
+    cluster.up(progress=lambda _message: None)
+    proc: OperatorProcess | None = None
+    try:
+        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        dyn = DynamicClient(api)
+        resource = install_crd(dyn, crd(group=GROUP, kind="Steady"))
+        namespace = f"outage-{uuid.uuid4().hex[:5]}"
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        root = tmp_path_factory.mktemp("outage")
+        proj = write_project(root / "p", watches=[watch("Steady")], roles={"r": ROLE})
+        proc = OperatorProcess(proj, kubeconfig=cluster.kubeconfig, log=root / "op.log")
+        wait_for(
+            lambda: "started steady-v1alpha1-controller" in proc.log(), timeout=30, message="ready"
+        )
+
+        for index in range(10):
+            create(resource, f"s-{index}", namespace)
+        outage = threading.Thread(
+            target=cluster.outage, args=("kube-apiserver",), kwargs={"seconds": 10}
+        )
+        outage.start()
+        time.sleep(1)
+        created = 10
+        while created < 20:  # create the other ten as soon as the API server is back
+            try:
+                create(resource, f"s-{created}", namespace)
+                created += 1
+            except Exception:
+                time.sleep(0.5)
+        outage.join()
+
+        def converged() -> bool:
+            found = conditions_of(resource, namespace)
+            return len(found) == 20 and all(c.get("Successful") == "True" for c in found.values())
+
+        wait_for(converged, timeout=240, message="all 20 CRs Successful after the outage")
+        outputs = client.CoreV1Api(api).list_namespaced_config_map(namespace).items
+        names = sorted(cm.metadata.name for cm in outputs if cm.metadata.name.endswith("-out"))
+        assert names == sorted(f"s-{i}-out" for i in range(20)), "missing or duplicate dependents"
+        assert proc.running()
+    finally:
+        if proc is not None:
+            proc.stop()
+            print(proc.log()[-4000:])
+        cluster.down(progress=lambda _message: None)
+
+
+def test_kill_9_mid_run_then_restart_converges(
+    kinds: dict[str, Any],
+    project: Callable[[str], Path],
+    kubeconfig: Path,
+    tmp_path: Path,
+    namespace: str,
+) -> None:
+    proj = project("Killed")
+    first = OperatorProcess(proj, kubeconfig=kubeconfig, log=tmp_path / "first.log")
+    try:
+        create(kinds["Killed"], "k", namespace, {"pause": 5})
+        wait_for(lambda: "running Ansible" in first.log(), timeout=60, message="run started")
+        os.killpg(first.process.pid, signal.SIGKILL)
+        first.process.wait()
+    finally:
+        first.stop()
+    second = OperatorProcess(proj, kubeconfig=kubeconfig, log=tmp_path / "second.log")
+    try:
+        wait_for(
+            lambda: conditions_of(kinds["Killed"], namespace)["k"].get("Successful") == "True",
+            timeout=90,
+            message="the CR converges after the restart",
+        )
+    finally:
+        second.stop()
+        print(second.log()[-3000:])
+
+
+def test_sigterm_lets_runs_in_flight_finish(
+    kinds: dict[str, Any],
+    project: Callable[[str], Path],
+    kubeconfig: Path,
+    tmp_path: Path,
+    namespace: str,
+) -> None:
+    proc = OperatorProcess(
+        project("Stopped"),
+        kubeconfig=kubeconfig,
+        log=tmp_path / "op.log",
+        args=["--graceful-shutdown-timeout", "60s"],
+    )
+    try:
+        create(kinds["Stopped"], "s", namespace, {"pause": 4})
+        wait_for(lambda: "running Ansible" in proc.log(), timeout=60, message="run started")
+        stopped = time.monotonic()
+        assert proc.stop(timeout=60) == 0
+        print(f"SIGTERM to exit with a run in flight: {time.monotonic() - stopped:.1f} s")
+        assert "reconcile Stopped " in proc.log() and "succeeded in" in proc.log()
+        assert conditions_of(kinds["Stopped"], namespace)["s"].get("Successful") == "True"
+    finally:
+        proc.stop()
+        print(proc.log()[-3000:])
+
+
+def test_200_crs_half_broken(
+    kinds: dict[str, Any],
+    project: Callable[[str], Path],
+    kubeconfig: Path,
+    tmp_path: Path,
+    namespace: str,
+) -> None:
+    proc = OperatorProcess(project("Many"), kubeconfig=kubeconfig, log=tmp_path / "op.log")
+    try:
+        for index in range(200):
+            create(
+                kinds["Many"],
+                f"m-{index}",
+                namespace,
+                {"bad": index % 2 == 1, "skip_output": True},
+            )
+
+        def settled() -> bool:
+            found = conditions_of(kinds["Many"], namespace)
+            good = [found.get(f"m-{i}", {}).get("Successful") for i in range(0, 200, 2)]
+            bad = [found.get(f"m-{i}", {}).get("Failure") for i in range(1, 200, 2)]
+            return all(s == "True" for s in good) and all(f == "True" for f in bad)
+
+        wait_for(settled, timeout=600, message="100 Successful and 100 Failure", interval=2)
+        rss = peak_rss_mib(proc.process.pid)
+        print(f"200 CRs (100 failing): operator peak RSS {rss:.0f} MiB")
+        assert rss < 400, "the operator's memory must stay bounded"
+        assert proc.running()
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def restricted_kubeconfig(
+    api_client: Any, kubeconfig: Path, namespace: str, tmp_path: Path
+) -> Iterator[Path]:
+    """A kubeconfig for a service account that may do everything the operator needs in
+    `namespace` except create ConfigMaps (which the role needs)."""
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "operator"}})
+    rules = [
+        {"apiGroups": [GROUP], "resources": ["*"], "verbs": ["*"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+    ]
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": "operator"}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "operator"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "operator",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": namespace}],
+        },
+    )
+    token = core.create_namespaced_service_account_token(
+        "operator", namespace, {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    admin = yaml.safe_load(kubeconfig.read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    restricted = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "local", "cluster": cluster}],
+        "users": [{"name": "operator", "user": {"token": token}}],
+        "contexts": [{"name": "operator", "context": {"cluster": "local", "user": "operator"}}],
+        "current-context": "operator",
+    }
+    path = tmp_path / "restricted.kubeconfig"
+    path.write_text(yaml.safe_dump(restricted))
+    yield path
+
+
+def test_missing_permission_is_a_failure_condition(
+    kinds: dict[str, Any],
+    project: Callable[[str], Path],
+    restricted_kubeconfig: Path,
+    tmp_path: Path,
+    namespace: str,
+) -> None:
+    proc = OperatorProcess(
+        project("Denied"),
+        kubeconfig=restricted_kubeconfig,
+        log=tmp_path / "op.log",
+        env={"WATCH_NAMESPACE": namespace},
+    )
+    try:
+        create(kinds["Denied"], "d", namespace)
+
+        def failure() -> dict[str, Any] | None:
+            found = condition(kinds["Denied"].get(name="d", namespace=namespace), "Failure")
+            return found if found and found["status"] == "True" else None
+
+        cond = wait_for(failure, timeout=90, message="Failure condition")
+        assert "forbidden" in cond["message"].lower(), cond["message"]
+        assert "configmaps" in cond["message"]
+        assert proc.running()
+    finally:
+        proc.stop()
+        print(proc.log()[-3000:])

@@ -1,0 +1,23 @@
+"""The OLM validators' build definitions: versions from hack/tools, tags, version stamps."""
+
+from __future__ import annotations
+
+from runner.cluster.build import go_binary_name
+from runner.cluster.components import components, tools
+
+
+def test_tools_are_pinned_by_their_wrapper_modules() -> None:
+    found = tools()
+    assert list(found) == ["operator-sdk", "opm"]
+    sdk, opm = found["operator-sdk"], found["opm"]
+    assert sdk.version == "v1.42.3"
+    assert opm.version == "v1.73.0"
+    assert sdk.tags == ("containers_image_openpgp",)
+    assert opm.tags == ("containers_image_openpgp", "json1")
+    assert f"internal/version.Version={sdk.version}" in " ".join(sdk.ldflags)
+    assert f"cmd/opm/version.opmVersion={opm.version}" in " ".join(opm.ldflags)
+    assert [go_binary_name(c.package) for c in found.values()] == ["operator-sdk", "opm"]
+
+
+def test_tools_are_not_part_of_the_control_plane() -> None:
+    assert not set(tools()) & set(components())
