@@ -99,9 +99,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """`cluster [opts] kubectl ARGS...`: everything after `kubectl` belongs to kubectl,
+    options included (argparse would try to read `-n ns` itself)."""
+    if "cluster" in argv and "kubectl" in argv[argv.index("cluster") :]:
+        at = argv.index("kubectl", argv.index("cluster"))
+        return argv[: at + 1], argv[at + 1 :]
+    return argv, None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    own, passthrough = _split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(own)
+    if passthrough is not None:
+        args.kubectl_args = passthrough
     handler: Handler = args.handler
     try:
         return handler(args)
