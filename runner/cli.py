@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from runner import __version__
 from runner import history as history_commands
 from runner.errors import AnsibleOperatorError
+from runner.olm import commands as olm_commands
 from runner.packaging import commands as packaging_commands
 from runner.scaffold import commands as scaffold_commands
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster(sub)
     scaffold_commands.add_commands(sub)
     packaging_commands.add_commands(sub)
+    olm_commands.add_commands(sub)
     history_commands.add_commands(sub)
     from runner import varscmd
 

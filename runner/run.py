@@ -111,6 +111,23 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
+async def _clean_stale_runs(
+    manager: Manager, backend: RunnerBackend, namespaces: list[str] | None
+) -> None:
+    """Once every watch has synced, remove run directories of CRs that no longer exist
+    (deleted while the operator was down)."""
+    await manager.wait_synced()
+    keep = [
+        (controller.watch.gvk, key.namespace, key.name)
+        for controller in manager.controllers
+        for key in controller.informer
+    ]
+    gvks = [controller.watch.gvk for controller in manager.controllers]
+    removed = await backend.clean_stale(gvks=gvks, keep=keep, namespaces=namespaces)
+    if removed:
+        log.info("removed the run directories of %d deleted CRs", len(removed))
+
+
 def search_paths(environ: Mapping[str, str]) -> list[Path]:
     """The user's roles and collections paths (what a live reload watches besides the
     watches' own roles and playbooks); our bundled collection is not theirs to edit."""
@@ -234,6 +251,7 @@ async def _serve(
             base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
+            max_artifacts_bytes=args.max_artifacts_bytes,
         )
         stack.push_async_callback(backend.close)
         settings = RunSettings(
@@ -280,6 +298,8 @@ async def _serve(
             await metrics_server.start(ssl_context=tls)
             stack.push_async_callback(metrics_server.stop)
 
+        cleanup = asyncio.create_task(_clean_stale_runs(manager, backend, namespaces))
+        stack.callback(cleanup.cancel)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

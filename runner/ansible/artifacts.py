@@ -28,6 +28,7 @@ __all__ = [
     "LATEST",
     "RunInfo",
     "find_data_dirs",
+    "is_data_dir",
     "latest_run",
     "link_latest",
     "list_runs",
@@ -40,6 +41,8 @@ ARTIFACTS = "artifacts"
 LATEST = "latest"
 _STARTED_MARKER = "command"
 """Written by ansible-runner when a run starts and never touched again."""
+_INPUTS_MARKER = "env/extravars"
+"""Written into every data directory before each run."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,13 +136,31 @@ def read_events(run: RunInfo) -> list[dict[str, Any]]:
     return [event for _, event in events]
 
 
+def is_data_dir(path: Path) -> bool:
+    """Whether `path` is a CR's data directory: `artifacts/` and the `env/extravars` file.
+
+    Both, because a namespace or CR may be called `artifacts` or `env`: the directory of a
+    namespace holding such CRs has an `artifacts/` or `env/` directory too, but never a
+    file `env/extravars` next to `artifacts/`. Symbolic links do not count.
+    """
+    artifacts = path / ARTIFACTS
+    extravars = path / _INPUTS_MARKER
+    return (
+        artifacts.is_dir()
+        and not artifacts.is_symlink()
+        and extravars.is_file()
+        and not extravars.is_symlink()
+    )
+
+
 def find_data_dirs(base: Path) -> Iterator[Path]:
-    """Every data directory under `base` (a directory holding `artifacts/`), sorted."""
+    """Every data directory under `base` (see `is_data_dir`), sorted; links not followed."""
     if not base.is_dir():
         return
     for root, dirs, _ in os.walk(base):
-        if ARTIFACTS in dirs:
-            yield Path(root)
+        path = Path(root)
+        if ARTIFACTS in dirs and is_data_dir(path):
+            yield path
             # A kind's objects are all namespaced or all not: no data dir holds another.
             dirs.clear()
         dirs.sort()

@@ -32,20 +32,25 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ansible_runner import Runner, RunnerConfig
 
-from runner.ansible import artifacts
-from runner.ansible.events import NO_STATS_ERROR, EventCollector, RunResult
+from runner.ansible import artifacts, disk
+from runner.ansible.events import (
+    NO_STATS_ERROR,
+    EventCollector,
+    RunResult,
+    no_stats_reason,
+    strip_ansi,
+)
 from runner.ansible.inputs import (
     HOSTS_FILE,
     KUBECONFIG_FILE,
@@ -58,6 +63,8 @@ from runner.ansible.inputs import (
     runner_config,
 )
 from runner.errors import AnsibleRunError
+from runner.redact import redact, redact_text
+from runner.structs.gvk import GVK
 
 __all__ = [
     "AnsibleBackend",
@@ -81,9 +88,6 @@ _RESULT_EVENTS = {
     "runner_on_skipped": "skipped",
     "runner_on_unreachable": "unreachable",
 }
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_ERROR_PREFIXES = ("[ERROR]: ", "ERROR! ")
-_REASON_LINES = 10
 
 
 class AnsibleBackend(Protocol):
@@ -91,6 +95,13 @@ class AnsibleBackend(Protocol):
 
     async def run(self, request: RunRequest, *, on_event: EventCallback | None = None) -> RunResult:
         """Run `request`; `on_event` gets every job event, on the caller's event loop."""
+        ...
+
+    async def forget(self, gvk: GVK, namespace: str, name: str) -> None:
+        """The CR is gone: drop what the backend keeps for it (its data directory).
+
+        Does nothing while a run of that CR is in progress or queued.
+        """
         ...
 
     async def close(self) -> None:
@@ -104,6 +115,8 @@ class RunnerBackend:
     `env` holds variables set for every run on top of the operator's environment (the
     `--ansible-roles-path` / `--ansible-collections-path` flags); `max_workers` bounds
     the runs in progress (the engine's own limits are normally lower).
+    `max_artifacts_bytes` (`--max-artifacts-bytes`) caps the disk use of all CRs' run
+    directories under `base_dir`, enforced after each run (`disk.py`); <= 0: no cap.
     """
 
     def __init__(
@@ -115,6 +128,7 @@ class RunnerBackend:
         logger: logging.Logger | None = None,
         env: Mapping[str, str] | None = None,
         max_workers: int = 64,
+        max_artifacts_bytes: int = 0,
     ) -> None:
         self.base_dir = base_dir
         self._log_events = log_events
@@ -124,6 +138,24 @@ class RunnerBackend:
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ansible")
         self._cancels: set[threading.Event] = set()
         self._closed = False
+        self._created_at = time.time()
+        # Run directories of runs queued or in progress (bounded by the runs at once).
+        self._active: set[Path] = set()
+        self._active_lock = threading.Lock()
+        # Held while a run creates its data directory and while a removal removes a
+        # parent directory left empty: neither sees the other half-done.
+        self._layout_lock = threading.Lock()
+        # The global cap runs on its own thread, off the runs' way: one pass at a time,
+        # covering every data directory whose runs finished since the last pass.
+        self._budget = (
+            disk.ArtifactBudget(base_dir, limit=max_artifacts_bytes)
+            if max_artifacts_bytes > 0
+            else None
+        )
+        self._disk_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="artifacts")
+        self._cap_lock = threading.Lock()
+        self._cap_changed: set[Path] = set()
+        self._cap_queued = False
 
     def data_dir(self, request: RunRequest) -> Path:
         """The private data directory of the CR `request` is about."""
@@ -135,13 +167,18 @@ class RunnerBackend:
         loop = asyncio.get_running_loop()
         cancel = threading.Event()
         deliver = None if on_event is None else _deliverer(loop, on_event, self._logger)
+        run_dir = self.data_dir(request) / artifacts.ARTIFACTS / request.ident
         self._cancels.add(cancel)
+        with self._active_lock:
+            self._active.add(run_dir)
         try:
             future = loop.run_in_executor(
                 self._executor, lambda: self._run_blocking(request, cancel, deliver)
             )
         except RuntimeError as exc:  # the executor was shut down meanwhile
             self._cancels.discard(cancel)
+            with self._active_lock:
+                self._active.discard(run_dir)
             raise AnsibleRunError("the Ansible backend is closed") from exc
         try:
             return await asyncio.shield(future)
@@ -154,12 +191,66 @@ class RunnerBackend:
             raise
         finally:
             self._cancels.discard(cancel)
+            with self._active_lock:
+                self._active.discard(run_dir)
+
+    async def forget(self, gvk: GVK, namespace: str, name: str) -> None:
+        data_dir = private_data_dir(self.base_dir, gvk, namespace, name)
+        if data_dir in self._busy_data_dirs():
+            self._logger.debug("not removing %s: a run of it is in progress", data_dir)
+            return
+        removed = await asyncio.to_thread(
+            disk.remove_data_dir, self.base_dir, data_dir, layout_lock=self._layout_lock
+        )
+        if removed:
+            if self._budget is not None:
+                self._budget.forget(data_dir)
+            self._logger.debug("removed %s", data_dir)
+        else:
+            self._logger.warning("could not remove %s", data_dir)
+
+    async def clean_stale(
+        self,
+        *,
+        gvks: Collection[GVK],
+        keep: Collection[disk.CRKey],
+        namespaces: Collection[str] | None = None,
+    ) -> list[Path]:
+        """Remove data directories of `gvks` whose CR is not in `keep`; return them.
+
+        Call it once the watches have synced, with every CR they list as `keep`
+        (`(gvk, namespace, name)`, namespace "" when cluster-scoped) and, when the
+        operator watches only some namespaces, those as `namespaces`. Directories with a
+        run in progress, or used by this backend since it was created (a CR created after
+        `keep` was taken), are kept. See `disk.clean_stale`.
+        """
+        removed = await asyncio.to_thread(
+            disk.clean_stale,
+            self.base_dir,
+            gvks=gvks,
+            keep=keep,
+            namespaces=namespaces,
+            busy=self._busy_data_dirs(),
+            modified_before=self._created_at,
+            layout_lock=self._layout_lock,
+        )
+        for data_dir in removed:
+            if self._budget is not None:
+                self._budget.forget(data_dir)
+        if removed:
+            self._logger.info(
+                "removed %d data directories of CRs that no longer exist under %s",
+                len(removed),
+                self.base_dir,
+            )
+        return removed
 
     async def close(self) -> None:
         self._closed = True
         for cancel in list(self._cancels):
             cancel.set()
         await asyncio.to_thread(self._executor.shutdown, wait=True)
+        await asyncio.to_thread(self._disk_executor.shutdown, wait=True)
 
     # -- the worker thread --------------------------------------------------------------
 
@@ -188,15 +279,16 @@ class RunnerBackend:
         if cancel.is_set():  # stopped while waiting for a worker thread
             raise AnsibleRunError("the Ansible run was stopped")
         started = time.monotonic()
-        write_inputs(data_dir, request, environ=environ)
+        with self._layout_lock:
+            write_inputs(data_dir, request, environ=environ)
         config_kwargs = runner_config(request, data_dir=data_dir, environ=environ)
         config_kwargs["envvars"] = _run_env(self._env, config_kwargs["envvars"], environ)
         try:
             config = RunnerConfig(**config_kwargs)
             config.prepare()
-            config.pexpect_timeout = _CANCEL_POLL_SECONDS
-            ansible = Runner(config, event_handler=handle, cancel_callback=cancel.is_set)
-            status, rc = ansible.run()
+            status, rc = self._execute(config, handle=handle, cancel=cancel)
+        except AnsibleRunError:
+            raise
         except Exception as exc:
             raise AnsibleRunError(f"ansible-runner could not run: {exc}") from exc
         finally:
@@ -210,8 +302,25 @@ class RunnerBackend:
             raise AnsibleRunError("the Ansible run was stopped")
         if not result.has_stats:
             stdout = _read_stdout(data_dir, request.ident)
-            raise AnsibleRunError(f"{NO_STATS_ERROR}: {_no_stats_reason(stdout, rc)}")
+            raise AnsibleRunError(f"{NO_STATS_ERROR}: {no_stats_reason(stdout, rc)}")
         return result
+
+    def _execute(
+        self,
+        config: RunnerConfig,
+        *,
+        handle: Callable[[dict[str, Any]], bool],
+        cancel: threading.Event,
+    ) -> tuple[str, int | None]:
+        """Run the prepared `config` to its end: ansible-runner's final status and rc.
+
+        `handle` gets each job event before it is written to `job_events/`; `cancel` set
+        means kill the run. The fast backend (`fast.py`) replaces only this step.
+        """
+        config.pexpect_timeout = _CANCEL_POLL_SECONDS
+        ansible = Runner(config, event_handler=handle, cancel_callback=cancel.is_set)
+        status, rc = ansible.run()
+        return status, rc
 
     def _finish_artifacts(self, data_dir: Path, request: RunRequest) -> None:
         if not (data_dir / artifacts.ARTIFACTS / request.ident).is_dir():
@@ -221,6 +330,47 @@ class RunnerBackend:
             artifacts.rotate(data_dir, keep=request.max_artifacts)
         except OSError:
             self._logger.exception("rotating the artifacts of %s failed", data_dir)
+        self._schedule_cap(data_dir)
+
+    def _busy_data_dirs(self) -> set[Path]:
+        with self._active_lock:
+            return {run_dir.parent.parent for run_dir in self._active}
+
+    def _schedule_cap(self, data_dir: Path) -> None:
+        """Have the artifacts thread apply `--max-artifacts-bytes` after this run."""
+        if self._budget is None:
+            return
+        with self._cap_lock:
+            self._cap_changed.add(data_dir)
+            if self._cap_queued:
+                return
+            self._cap_queued = True
+        try:
+            self._disk_executor.submit(self._enforce_cap)
+        except RuntimeError:  # closing: the next start rescans anyway
+            with self._cap_lock:
+                self._cap_queued = False
+
+    def _enforce_cap(self) -> None:
+        assert self._budget is not None
+        with self._cap_lock:
+            changed, self._cap_changed = self._cap_changed, set()
+            self._cap_queued = False
+        with self._active_lock:
+            busy = set(self._active)
+        try:
+            removed = self._budget.enforce(changed=changed, busy=busy)
+        except Exception:
+            self._logger.exception("enforcing --max-artifacts-bytes failed")
+            return
+        if removed:
+            self._logger.info(
+                "artifacts over --max-artifacts-bytes=%d: removed the %d oldest run "
+                "directories (%d bytes left)",
+                self._budget.limit,
+                len(removed),
+                self._budget.total(),
+            )
 
 
 def write_inputs(data_dir: Path, request: RunRequest, *, environ: Mapping[str, str]) -> None:
@@ -318,31 +468,12 @@ def _read_stdout(data_dir: Path, ident: str) -> str:
         return ""
 
 
-def _no_stats_reason(stdout: str, rc: int | None) -> str:
-    """Ansible's own error from a run that stopped before its stats, for a condition.
-
-    The `[ERROR]:` (or older `ERROR!`) line and its `Origin:` line up to the next blank
-    line; else the last lines of output; else the exit code.
-    """
-    lines = [_ANSI.sub("", line).rstrip() for line in stdout.splitlines()]
-    for index, line in enumerate(lines):
-        prefix = next((p for p in _ERROR_PREFIXES if line.startswith(p)), None)
-        if prefix is None:
-            continue
-        reason = [line[len(prefix) :]]
-        for following in lines[index + 1 : index + _REASON_LINES]:
-            if not following.strip():
-                break
-            reason.append(following)
-        return "\n".join(reason)
-    tail = [line for line in lines if line.strip()][-5:]
-    if tail:
-        return "\n".join(tail)
-    return f"ansible-playbook exited with code {rc}"
-
-
 class _RunLog:
-    """What one run prints, per `--ansible-log-events` and `ANSIBLE_DEBUG_LOGS`."""
+    """What one run prints, per `--ansible-log-events` and `ANSIBLE_DEBUG_LOGS`.
+
+    Everything taken from events goes through `runner.redact` first: task results hold
+    what modules saw (headers, Secrets, kubeconfig tokens, module passwords).
+    """
 
     def __init__(
         self,
@@ -372,7 +503,8 @@ class _RunLog:
         if self._debug:
             stdout = event.get("stdout")
             if isinstance(stdout, str) and stdout:
-                self._logger.info("%s %s", self._prefix, _ANSI.sub("", stdout), extra=self._extra)
+                text = redact_text(strip_ansi(stdout))
+                self._logger.info("%s %s", self._prefix, text, extra=self._extra)
 
     def finished(self, *, status: str, rc: int | None, result: RunResult, seconds: float) -> None:
         self._logger.debug(
@@ -393,7 +525,9 @@ class _RunLog:
             "%s event %s %s",
             self._prefix,
             event.get("event"),
-            json.dumps(data if isinstance(data, Mapping) else {}, default=str, sort_keys=True),
+            json.dumps(
+                redact(data) if isinstance(data, Mapping) else {}, default=str, sort_keys=True
+            ),
             extra=self._extra,
         )
 
@@ -418,15 +552,14 @@ class _RunLog:
             data.get("task_action")
         )
         detail = f": {msg}" if shows_msg and isinstance(msg, str) and msg else ""
+        task = str(data.get("task", ""))
+        action = data.get("task_action", "")
+        line = f"{self._prefix} task {outcome}: {task} ({action}){detail}"
         self._logger.log(
             level,
-            "%s task %s: %s (%s)%s",
-            self._prefix,
-            outcome,
-            data.get("task", ""),
-            data.get("task_action", ""),
-            detail,
-            extra=self._extra,
+            "%s",
+            redact_text(line),
+            extra={**self._extra, "task": redact_text(task), "outcome": outcome},
         )
 
 

@@ -28,6 +28,7 @@ last `failures[host]` failed events of a host are the real ones and up to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +43,8 @@ __all__ = [
     "EventCollector",
     "FailedTask",
     "RunResult",
+    "no_stats_reason",
+    "strip_ansi",
     "summarize",
 ]
 
@@ -54,6 +57,9 @@ REQUEUE_ACTIONS = frozenset({"operator_sdk.util.requeue_after", "requeue_after"}
 
 _STATS = "playbook_on_stats"
 _FAILED = "runner_on_failed"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ERROR_PREFIXES = ("[ERROR]: ", "ERROR! ")
+_REASON_LINES = 10
 
 
 class FailedTask(NamedTuple):
@@ -171,6 +177,34 @@ def summarize(events: Iterable[Mapping[str, Any]]) -> RunResult:
     for event in events:
         collector.add(event)
     return collector.result()
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without terminal colour and cursor sequences (Ansible colours its output)."""
+    return _ANSI.sub("", text)
+
+
+def no_stats_reason(stdout: str, rc: int | None) -> str:
+    """Ansible's own error from a run that stopped before its stats, for a condition.
+
+    The `[ERROR]:` (or older `ERROR!`) line and its `Origin:` line up to the next blank
+    line; else the last lines of output; else the exit code.
+    """
+    lines = [strip_ansi(line).rstrip() for line in stdout.splitlines()]
+    for index, line in enumerate(lines):
+        prefix = next((p for p in _ERROR_PREFIXES if line.startswith(p)), None)
+        if prefix is None:
+            continue
+        reason = [line[len(prefix) :]]
+        for following in lines[index + 1 : index + _REASON_LINES]:
+            if not following.strip():
+                break
+            reason.append(following)
+        return "\n".join(reason)
+    tail = [line for line in lines if line.strip()][-5:]
+    if tail:
+        return "\n".join(tail)
+    return f"ansible-playbook exited with code {rc}"
 
 
 # -- internals ------------------------------------------------------------------------

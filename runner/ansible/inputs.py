@@ -29,10 +29,12 @@ from runner.structs.gvk import GVK
 
 __all__ = [
     "DEFAULT_MAX_ARTIFACTS",
+    "DEFAULT_RUNNER_DIR",
     "DEFAULT_VERBOSITY",
     "HOSTS_FILE",
     "KUBECONFIG_FILE",
     "ROLE_PLAYBOOK",
+    "RUNNER_DIR_ENV",
     "RunRequest",
     "hosts_line",
     "input_copies",
@@ -44,11 +46,16 @@ __all__ = [
     "roles_path",
     "runner_args",
     "runner_config",
+    "runner_dir",
     "strip_quotes",
 ]
 
 DEFAULT_VERBOSITY = 2
 DEFAULT_MAX_ARTIFACTS = 20
+DEFAULT_RUNNER_DIR = "/tmp/ansible-operator/runner"
+"""The Go operator's base of the data directories; a writable volume there keeps a
+read-only root file system working."""
+RUNNER_DIR_ENV = "ANSIBLE_OPERATOR_RUNNER_DIR"
 
 EXTRAVARS_FILE = "env/extravars"
 ENVVARS_FILE = "env/envvars"
@@ -113,6 +120,11 @@ class RunRequest:
             raise ValueError(f"{self.gvk.kind}: a run needs the object's name")
         if not self.ident or "/" in self.ident or self.ident in (".", "..", "latest"):
             raise ValueError(f"invalid run ident {self.ident!r}")
+
+
+def runner_dir(environ: Mapping[str, str]) -> Path:
+    """The base of the data directories: `$ANSIBLE_OPERATOR_RUNNER_DIR` or the default."""
+    return Path(environ.get(RUNNER_DIR_ENV) or DEFAULT_RUNNER_DIR)
 
 
 def private_data_dir(base: Path, gvk: GVK, namespace: str, name: str) -> Path:

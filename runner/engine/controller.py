@@ -163,8 +163,7 @@ class Controller:
 
     def enqueue_all(self) -> None:
         """Reconcile every known CR again (a new leader starts from its cache)."""
-        keys = self.informer.keys()
-        for key in keys:
+        for key in self.informer:
             self.queue.add(key)
 
     async def stop(self, *, timeout: float) -> None:

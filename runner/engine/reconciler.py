@@ -23,6 +23,7 @@ from runner.errors import AnsibleRunError
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.observability.events import EventRecorder
+from runner.redact import redact_text
 from runner.status import conditions
 from runner.structs import NamespacedName
 from runner.vars import build_extra_vars
@@ -148,6 +149,7 @@ class Reconciler:
         obj = self._read(key)
         if obj is None:
             log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
+            await self._backend.forget(self.watch.gvk, key.namespace, key.name)
             return Outcome()
         meta = _meta(obj)
         finalizer = self.watch.finalizer
@@ -167,23 +169,30 @@ class Reconciler:
         except ValueError as err:
             reason = str(err)
             await self._write_status(key, lambda st: self._failed(st, reason, None))
+            self._log_end(key, started, "error", reason)
             return Outcome(error=reason)
 
         if self.watch.manage_status:
             await self._write_status(key, lambda st: conditions.running(st, now=_now()))
 
-        log.info("reconcile %s %s: running Ansible", self.watch.gvk.kind, key)
+        log.info(
+            "reconcile %s %s: running Ansible",
+            self.watch.gvk.kind,
+            key,
+            extra=self._fields(key, deleting=deleting),
+        )
         try:
             result = await self._backend.run(self._request(obj, per_cr, deleting=deleting))
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
             await self._write_status(key, lambda st: self._failed(st, message, None))
-            await self._event(obj, "Warning", "ReconcileFailed", message)
+            await self._event(obj, "Warning", "ReconcileFailed", redact_text(message))
+            self._log_end(key, started, "error", message)
             return Outcome(error=message)
 
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
         if outcome.error is not None:
-            await self._event(obj, "Warning", "ReconcileFailed", outcome.error)
+            await self._event(obj, "Warning", "ReconcileFailed", redact_text(outcome.error))
         elif result.changed or _was_failing(obj):
             await self._event(
                 obj,
@@ -193,17 +202,53 @@ class Reconciler:
                 if result.changed
                 else "Reconciliation succeeded after a failure",
             )
+        seconds = time.monotonic() - started
         log.info(
-            "reconcile %s %s: %s in %.2f s (ok=%d changed=%d failed=%d)",
+            "reconcile %s %s: %s in %.2f s (ok=%d changed=%d skipped=%d failed=%d)",
             self.watch.gvk.kind,
             key,
             "failed" if outcome.error else "succeeded",
-            time.monotonic() - started,
+            seconds,
             result.ok,
             result.changed,
+            result.skipped,
             result.failures,
+            extra={
+                **self._fields(key, deleting=deleting),
+                "result": "failed" if outcome.error else "succeeded",
+                "duration_s": round(seconds, 3),
+                "ok": result.ok,
+                "changed": result.changed,
+                "skipped": result.skipped,
+                "failures": result.failures,
+            },
         )
         return outcome
+
+    def _fields(self, key: NamespacedName, *, deleting: bool) -> dict[str, Any]:
+        """Structured fields of the reconcile log lines (`--zap-encoder json`)."""
+        return {
+            "gvk": str(self.watch.gvk),
+            "cr_namespace": key.namespace,
+            "cr_name": key.name,
+            "finalizing": deleting,
+        }
+
+    def _log_end(self, key: NamespacedName, started: float, result: str, message: str) -> None:
+        seconds = time.monotonic() - started
+        log.error(
+            "reconcile %s %s: %s in %.2f s: %s",
+            self.watch.gvk.kind,
+            key,
+            result,
+            seconds,
+            redact_text(message),
+            extra={
+                **self._fields(key, deleting=False),
+                "result": result,
+                "duration_s": round(seconds, 3),
+            },
+        )
 
     async def _finish(
         self,

@@ -21,7 +21,7 @@ import builtins
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from runner.k8s.client import KubeClient
@@ -118,6 +118,10 @@ class Informer:
 
     def keys(self) -> builtins.list[NamespacedName]:
         return list(self._store)
+
+    def __iter__(self) -> Iterator[NamespacedName]:
+        """The keys in the store (a snapshot: safe while events keep arriving)."""
+        return iter(list(self._store))
 
     def __len__(self) -> int:
         return len(self._store)

@@ -1,8 +1,14 @@
 """Logging set-up from the zap-style flags the Go operator takes.
 
-`--zap-encoder json` gives one JSON object per line (for log collectors); the default
-is a readable console line. `--zap-log-level` takes debug/info/error or a number
-(zap's 1-9, higher is chattier).
+`--zap-encoder json` gives one JSON object per line (for log collectors): `ts`, `level`,
+`logger`, `msg`, the record's own fields (a run's `job`, `gvk`, `cr_namespace`, ...)
+and `error` with the traceback. The default is a readable console line (JSON too when
+stderr is not a terminal and `--zap-devel` is off). `--zap-log-level` takes
+debug/info/error or a number (zap's 1-9, higher is chattier).
+
+Both formats pass every line through `runner.redact.redact_text`, a last line of defence
+against a credential reaching the logs from a message nobody thought of (an API error
+quoting a request, a role's failure message).
 """
 
 from __future__ import annotations
@@ -11,6 +17,11 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from typing import Any
+
+from runner.redact import redact, redact_text
+
+__all__ = ["ConsoleFormatter", "JSONFormatter", "configure", "level_from_flag"]
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -19,6 +30,12 @@ _LEVELS = {
     "error": logging.ERROR,
     "panic": logging.CRITICAL,
 }
+
+# Attributes every LogRecord has; anything else was passed as `extra=`.
+_STANDARD_ATTRIBUTES = frozenset(
+    vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None)).keys()
+) | {"message", "asctime", "taskName"}
+_ENTRY_KEYS = ("ts", "level", "logger", "msg", "error")
 
 
 def level_from_flag(text: str) -> int:
@@ -33,16 +50,34 @@ def level_from_flag(text: str) -> int:
 
 
 class JSONFormatter(logging.Formatter):
+    """One JSON object per record, credentials masked."""
+
     def format(self, record: logging.LogRecord) -> str:
-        entry = {
+        entry: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": redact_text(record.getMessage()),
         }
+        for key, value in vars(record).items():
+            if key in _STANDARD_ATTRIBUTES or key in _ENTRY_KEYS or key.startswith("_"):
+                continue
+            entry[key] = redact(value)
         if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
-        return json.dumps(entry)
+            entry["error"] = redact_text(self.formatException(record.exc_info))
+        elif record.exc_text:
+            entry["error"] = redact_text(record.exc_text)
+        return json.dumps(entry, default=str)
+
+
+class ConsoleFormatter(logging.Formatter):
+    """A readable line per record, credentials masked."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s  %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
 
 
 def configure(*, level: str, encoder: str, devel: bool) -> None:
@@ -50,7 +85,7 @@ def configure(*, level: str, encoder: str, devel: bool) -> None:
     if encoder == "json" or (not encoder and not devel and not sys.stderr.isatty()):
         handler.setFormatter(JSONFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s  %(message)s"))
+        handler.setFormatter(ConsoleFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if devel and level == "info" else level_from_flag(level))

@@ -139,11 +139,17 @@ def test_read_stdout_and_events(data_dir: Path) -> None:
 
 def test_find_data_dirs(tmp_path: Path) -> None:
     base = tmp_path / "runner"
-    for relative in ("g/v1/K/ns/a", "g/v1/K/ns/b", "v1/Secret/s"):
+    odd = ("g/v1/K/artifacts/env", "g/v1/K/env/extravars")
+    for relative in ("g/v1/K/ns/a", "g/v1/K/ns/b", "v1/Secret/s", *odd):
         (base / relative / "artifacts").mkdir(parents=True)
-        (base / relative / "project").mkdir()
+        (base / relative / "env").mkdir()
+        (base / relative / "env/extravars").write_text("{}")
     (base / "g/v1/K/ns/incomplete").mkdir(parents=True)
+    (base / "g/v1/K/ns/no-inputs/artifacts").mkdir(parents=True)
+    # Namespaces called `artifacts` and `env` do not make the kind a data directory.
     assert [p.relative_to(base).as_posix() for p in find_data_dirs(base)] == [
+        "g/v1/K/artifacts/env",
+        "g/v1/K/env/extravars",
         "g/v1/K/ns/a",
         "g/v1/K/ns/b",
         "v1/Secret/s",
