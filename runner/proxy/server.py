@@ -8,7 +8,9 @@ basic-auth user name (`owner.py`). For every request the proxy:
    read that way (which is how watches come back after an operator restart);
 2. otherwise forwards the request to the API server with the operator's own credentials
    (whatever Authorization the client sent is dropped), streaming watch responses;
-3. on a create by a run, adds the owner reference (or the primary-resource annotations
+3. leaves `metadata.managedFields` out of every JSON answer (see
+   `without_managed_fields`);
+4. on a create by a run, adds the owner reference (or the primary-resource annotations
    across namespaces) to the new object, and once the API server accepted it, starts
    the dependent watch of its kind for the owner's watch.
 
@@ -142,12 +144,20 @@ class ProxyServer:
             cached = await self._from_cache(info, resource, owner, request.query)
             if cached is not None:
                 self.stats.cache_hits += 1
+                log.debug("proxy %s %s: cache hit", request.method, request.path_qs)
                 return cached
         body = await request.read() if request.body_exists else None
         injection = None
         if body and owner is not None and resource is not None and self._injectable(info, resource):
             body, injection = self._with_owner(body, owner, info, resource)
         response = await self._forward(request, info, body)
+        log.debug(
+            "proxy %s %s: %d%s",
+            request.method,
+            request.path_qs,
+            response.status,
+            f" ({injection.value} injected)" if injection is not None else "",
+        )
         if injection is not None and resource is not None and response.status < 300:
             self.stats.injected += 1
             self._register(resource, owner, injection, namespace=info.namespace)
@@ -307,6 +317,8 @@ class ProxyServer:
             }
             if info.verb != "watch":
                 content = await upstream.read()
+                if upstream.content_type == "application/json":
+                    content = without_managed_fields(content)
                 return web.Response(status=upstream.status, body=content, headers=response_headers)
             streamed = web.StreamResponse(status=upstream.status, headers=response_headers)
             await streamed.prepare(request)
@@ -319,6 +331,28 @@ class ProxyServer:
             return streamed
         finally:
             upstream.release()
+
+
+def without_managed_fields(content: bytes) -> bytes:
+    """The response without `metadata.managedFields` (of the object, or of each item).
+
+    The cache keeps objects without them (they are most of an object's size and nobody
+    here reads them), so every answer leaves them out, as `kubectl get` does by default.
+    Otherwise `kubernetes.core.k8s` would compare a cached object with the PATCH answer,
+    see managedFields appear, and report every run as changed."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return content
+    if not isinstance(body, dict):
+        return content
+    found = False
+    for obj in [body, *(body.get("items") or [])]:
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if isinstance(meta, dict) and "managedFields" in meta:
+            del meta["managedFields"]
+            found = True
+    return json.dumps(body).encode() if found else content
 
 
 def _gvk(resource: APIResource) -> GVK:

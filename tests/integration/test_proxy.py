@@ -131,6 +131,7 @@ async def test_client_credentials_are_replaced_by_the_operators(
     )
     assert status == 200
     assert body["metadata"]["name"] == namespace
+    assert "managedFields" not in body["metadata"]  # hidden, like the cached objects
 
 
 async def test_create_gets_an_owner_reference_and_starts_a_dependent_watch(
