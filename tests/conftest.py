@@ -62,9 +62,12 @@ def dyn(api_client: Any) -> Any:
 
 
 @pytest.fixture
-def namespace(request: pytest.FixtureRequest, api_client: Any) -> Iterator[str]:
-    """A fresh namespace for one test, deleted afterwards (without waiting)."""
+def namespace(request: pytest.FixtureRequest, api_client: Any, dyn: Any) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting). Finalizers
+    of custom resources left in it are dropped first: no operator runs any more to
+    honour them, and the namespace would stay Terminating for ever."""
     from kubernetes import client
+    from support.kube import release_custom_resources
 
     core = client.CoreV1Api(api_client)
     stem = request.node.name.lower().replace("_", "-")
@@ -73,6 +76,7 @@ def namespace(request: pytest.FixtureRequest, api_client: Any) -> Iterator[str]:
     try:
         yield name
     finally:
+        release_custom_resources(dyn, name)
         core.delete_namespace(name)
 
 

@@ -68,3 +68,28 @@ def condition(obj: Any, kind: str) -> dict[str, Any] | None:
         if cond.get("type") == kind:
             return dict(cond)
     return None
+
+
+def release_custom_resources(dyn: DynamicClient, namespace: str) -> int:
+    """Drop the finalizers of every test custom resource (groups under example.com) in
+    `namespace`, so that deleting the namespace cannot hang once no operator runs to
+    finalize them. Returns how many objects were released."""
+    released = 0
+    for resource in dyn.resources.search(namespaced=True):
+        group = getattr(resource, "group", "") or ""
+        if not group.endswith("example.com") or "/" in resource.name:
+            continue
+        try:
+            items = resource.get(namespace=namespace).to_dict().get("items") or []
+        except Exception:
+            continue  # a kind removed meanwhile, or not listable
+        for item in items:
+            if item["metadata"].get("finalizers"):
+                resource.patch(
+                    name=item["metadata"]["name"],
+                    namespace=namespace,
+                    body={"metadata": {"finalizers": []}},
+                    content_type="application/merge-patch+json",
+                )
+                released += 1
+    return released
