@@ -34,7 +34,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed ## create .venv with the project and its dev tools
 
 .PHONY: binaries
-binaries: venv ## build (first time) or reuse the control-plane binaries and operator-sdk, opm
+binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM
 	$(OPERATOR) cluster up --build-only
 
 .PHONY: lint
@@ -52,6 +52,14 @@ format: venv ## apply ruff's fixes and formatting
 .PHONY: test
 test: lint binaries ## everything CI runs: lint, unit, integration and e2e tests
 	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+
+.PHONY: molecule
+molecule: venv ## molecule test of molecule/default and molecule/role (local cluster unless KUBECONFIG is set)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/molecule test --all
+
+.PHONY: test-olm
+test-olm: venv ## only the OLM end-to-end test (a private cluster with OLM; builds OLM the first time)
+	$(BIN)/pytest tests/e2e/test_olm.py $(PYTEST_ARGS)
 
 .PHONY: test-unit
 test-unit: venv ## only the tests that need no cluster
@@ -78,9 +86,24 @@ clean: ## remove the virtualenv and local state (keeps the binary cache in ~/.ca
 	-$(OPERATOR) cluster down 2>/dev/null
 	rm -rf $(VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
 
+# bench/compare.py's options, e.g. COMPARE_ARGS='--counts 1,20 --mode steady'.
+COMPARE_ARGS ?=
+
+$(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $@
+
 .PHONY: bench
-bench: venv ## reconcile benchmark on the local cluster (N=50 Memcached CRs)
+bench: venv bench-compare-deps ## reconcile benchmark (N=50), then ours vs the Go ansible-operator
 	$(BIN)/python bench/reconcile.py
+	$(BIN)/python bench/compare.py $(COMPARE_ARGS)
+
+.PHONY: bench-compare
+bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench/compare.py, COMPARE_ARGS)
+	$(BIN)/python bench/compare.py $(COMPARE_ARGS)
+
+.PHONY: bench-compare-deps
+bench-compare-deps: $(VENV)/.bench-installed
 
 .PHONY: install
 install: venv ## install the sample's CRDs (config/crd) into the cluster

@@ -52,7 +52,7 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     up.add_argument(
         "--build-only",
         action="store_true",
-        help="only build the binaries (and the OLM validators operator-sdk and opm)",
+        help="only build the binaries (and operator-sdk, opm and OLM's operators)",
     )
     down = actions.add_parser("down", help="stop the cluster and remove its state")
     down.add_argument("--keep", action="store_true", help="keep the state directory")

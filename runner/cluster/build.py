@@ -7,6 +7,7 @@ proxy and the wrapper modules' committed go.sum files, one `go build` per wrappe
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from runner.cluster.components import Component, GoModule
+from runner.cluster.components import OLM_API_MODULE, Component, GoModule, SourceEdit
 from runner.errors import ClusterError
 
 Progress = Callable[[str], None]
@@ -29,6 +30,7 @@ _COLD_BUILD_HINT = {
     "github.com/operator-framework/operator-sdk": "about 5 minutes",
     "github.com/operator-framework/operator-registry": "about 4 minutes",
     "github.com/operator-framework/ansible-operator-plugins": "about 1.5 minutes",
+    "github.com/operator-framework/operator-lifecycle-manager": "about 4 minutes",
 }
 
 # kwok refuses to start without Stage objects; these ship inside its module.
@@ -47,11 +49,32 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def binary_path(component: Component, root: Path) -> Path:
-    return root / "bin" / f"{component.name}-{component.version}" / component.name
+    """`<root>/bin/<name>-<version>/<name>`; a component built with source edits gets
+    `+<digest of the edits>` after the version, so changing an edit rebuilds it."""
+    suffix = f"+{edits_digest(component.edits)}" if component.edits else ""
+    return root / "bin" / f"{component.name}-{component.version}{suffix}" / component.name
+
+
+def edits_digest(edits: Iterable[SourceEdit]) -> str:
+    """A short digest of the edits, including the content of added files."""
+    digest = hashlib.sha256()
+    for edit in edits:
+        digest.update(repr((edit.module, edit.path, edit.old, edit.new)).encode())
+        if edit.source is not None:
+            try:
+                digest.update(edit.source.read_bytes())
+            except OSError as exc:
+                raise ClusterError(f"{edit.source}: cannot read the added source: {exc}") from exc
+    return digest.hexdigest()[:10]
 
 
 def kwok_stage_dir(component: Component, root: Path) -> Path:
     return binary_path(component, root).parent / "stages"
+
+
+def olm_crd_dir(component: Component, root: Path) -> Path:
+    """Where OLM's CRDs (from the operator-framework/api module) sit beside `olm`."""
+    return binary_path(component, root).parent / "crds"
 
 
 def _parse_go_version(text: str) -> tuple[int, ...]:
@@ -130,6 +153,9 @@ def _build_module(
         command = [go, "build", "-trimpath", "-ldflags", ldflags, "-o", out + "/"]
         if group[0].tags:
             command[2:2] = ["-tags", ",".join(group[0].tags)]
+        if group[0].edits:
+            modfile = write_edited_modules(go, module, group[0].edits, Path(out) / "edited")
+            command[2:2] = [f"-modfile={modfile}"]
         command += [c.package for c in group]
         with log_path.open("w", encoding="utf-8") as log:
             log.write(" ".join(command) + "\n")
@@ -148,6 +174,8 @@ def _build_module(
             built = Path(out) / go_binary_name(component.package)
             if component.name == "kwok":
                 _copy_kwok_stages(go, module, kwok_stage_dir(component, root))
+            if component.name == "olm":
+                _copy_olm_crds(go, module, olm_crd_dir(component, root))
             os.replace(built, target)
     progress(f"built {names} in {time.monotonic() - started:.0f} s")
 
@@ -160,16 +188,98 @@ def go_binary_name(package: str) -> str:
     return parts[-1]
 
 
-def _copy_kwok_stages(go: str, module: GoModule, target: Path) -> None:
+def _module_dir(go: str, module: GoModule, module_path: str) -> Path:
+    """Where the module cache holds `module_path` at the version `module` requires."""
     source = subprocess.run(
-        [go, "list", "-m", "-f", "{{.Dir}}", module.source_module],
+        [go, "list", "-m", "-f", "{{.Dir}}", module_path],
         cwd=module.directory,
         capture_output=True,
         text=True,
         check=False,
     ).stdout.strip()
     if not source:
-        raise ClusterError(f"cannot find the source of {module.source_module} to copy stages")
+        raise ClusterError(f"cannot find the source of {module_path} in the module cache")
+    return Path(source)
+
+
+def edited_text(text: str, edit: SourceEdit, *, where: str) -> str:
+    """`text` with `edit.old` replaced by `edit.new`; `old` must occur exactly once."""
+    count = text.count(edit.old)
+    if count != 1:
+        raise ClusterError(
+            f"{where}: expected exactly one {edit.old!r} to edit, found {count}; "
+            "the pinned version moved the code, update the edit in components.py"
+        )
+    return text.replace(edit.old, edit.new)
+
+
+def write_edited_modules(
+    go: str, module: GoModule, edits: Iterable[SourceEdit], work: Path
+) -> Path:
+    """Copy each module that `edits` change out of the module cache into `work/src`,
+    apply the edits there, and write `work/go.mod` (the wrapper's go.mod plus a
+    `replace` of each such module by its copy) and `work/go.sum` (the wrapper's);
+    return that go.mod for `go build -modfile`. (`go build -overlay` refuses files in
+    the module cache.) The copies have the same go.mod, so the dependency graph and its
+    verification against the committed go.sum stay as they are."""
+    by_module: dict[str, list[SourceEdit]] = {}
+    for edit in edits:
+        by_module.setdefault(edit.module, []).append(edit)
+    replaces = []
+    for module_path, group in by_module.items():
+        copy = work / "src" / re.sub(r"[^A-Za-z0-9.-]", "_", module_path)
+        shutil.copytree(_module_dir(go, module, module_path), copy)
+        for path in [copy, *copy.rglob("*")]:  # the module cache is read-only
+            path.chmod(path.stat().st_mode | 0o200)
+        for edit in group:
+            target = copy / edit.path
+            if edit.source is not None:
+                try:
+                    shutil.copyfile(edit.source, target)
+                except OSError as exc:
+                    raise ClusterError(f"{edit.source}: cannot add it: {exc}") from exc
+                continue
+            try:
+                text = target.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ClusterError(f"{module_path}/{edit.path}: cannot read it: {exc}") from exc
+            where = f"{module_path}/{edit.path}"
+            target.write_text(edited_text(text, edit, where=where), encoding="utf-8")
+        replaces.append(f"replace {module_path} => {copy}")
+    modfile = work / "go.mod"
+    original = without_replaces(
+        (module.directory / "go.mod").read_text(encoding="utf-8"), set(by_module)
+    )
+    modfile.write_text(original.rstrip("\n") + "\n\n" + "\n".join(replaces) + "\n", "utf-8")
+    if (module.directory / "go.sum").is_file():
+        shutil.copyfile(module.directory / "go.sum", work / "go.sum")
+    return modfile
+
+
+def without_replaces(go_mod: str, modules: set[str]) -> str:
+    """`go_mod` without the replace directives of `modules` (single or in a block)."""
+    kept = []
+    for line in go_mod.splitlines():
+        body = line.strip().removeprefix("replace ").strip()
+        words = body.split()
+        if "=>" in words and words[0] in modules:
+            continue
+        kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def _copy_kwok_stages(go: str, module: GoModule, target: Path) -> None:
+    source = _module_dir(go, module, module.source_module)
     target.mkdir(parents=True, exist_ok=True)
     for stage in KWOK_STAGES:
-        shutil.copyfile(Path(source) / stage, target / Path(stage).name)
+        shutil.copyfile(source / stage, target / Path(stage).name)
+
+
+def _copy_olm_crds(go: str, module: GoModule, target: Path) -> None:
+    source = _module_dir(go, module, OLM_API_MODULE) / "crds"
+    target.mkdir(parents=True, exist_ok=True)
+    crds = sorted(source.glob("operators.coreos.com_*.yaml"))
+    if not crds:
+        raise ClusterError(f"{source}: no OLM CRDs (operators.coreos.com_*.yaml) found")
+    for crd in crds:
+        shutil.copyfile(crd, target / crd.name)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from runner.cluster import build
-from runner.cluster.components import tools
+from runner.cluster.components import olm_operators, tools
 from runner.cluster.local import LocalCluster, default_state_dir
 from runner.errors import ClusterError
 
@@ -22,10 +22,13 @@ def dispatch(args: argparse.Namespace) -> int:
     cluster = LocalCluster(state_dir)
     if args.action == "up":
         if args.build_only:
-            # The OLM validators (operator-sdk, opm) are built too: tests and
-            # `make bundle-validate` use them, `up` itself does not.
+            # The OLM validators (operator-sdk, opm) and OLM's operators are built too:
+            # tests, `make bundle-validate` and `olm install` use them, `up` does not.
             built = cluster.build(progress=_progress)
             built |= build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
+            built |= build.ensure_built(
+                olm_operators().values(), root=cluster.cache, progress=_progress
+            )
             for name, path in built.items():
                 print(f"{name}: {path}")
             return 0

@@ -27,6 +27,25 @@ class GoModule:
 
 
 @dataclass(frozen=True)
+class SourceEdit:
+    """A build-time change to one file of a module the wrapper requires.
+
+    The build copies that module out of the module cache (which stays untouched),
+    applies the edits to the copy and builds with a temporary go.mod that replaces the
+    module by the copy (see `build.write_edited_modules`). With `source`, the file
+    `path` is added (or replaced) with our own file; otherwise the module's file gets
+    `old` replaced by `new`, and `old` must occur exactly once, so that a version bump
+    that moves the code fails the build instead of skipping the edit.
+    """
+
+    module: str
+    path: str
+    old: str = ""
+    new: str = ""
+    source: Path | None = None
+
+
+@dataclass(frozen=True)
 class Component:
     """One binary of the control plane."""
 
@@ -35,6 +54,7 @@ class Component:
     package: str
     ldflags: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    edits: tuple[SourceEdit, ...] = ()
 
     @property
     def version(self) -> str:
@@ -124,8 +144,28 @@ def tools(root: Path | None = None) -> dict[str, Component]:
             f"{registry.source_module}/cmd/opm",
             (f"-X {opm_version}.opmVersion={registry.version}",),
             ("containers_image_openpgp", "json1"),
+            opm_edits(registry, base),
         ),
     }
+
+
+def opm_edits(registry: GoModule, base: Path) -> tuple[SourceEdit, ...]:
+    """`opm serve` listens on ":<port>", every interface (no flag for the host): the edit
+    makes $OPM_SERVE_HOST (e.g. 127.0.0.1) choose the host; unset, nothing changes."""
+    serve = "cmd/opm/serve"
+    return (
+        SourceEdit(
+            registry.source_module,
+            f"{serve}/serve.go",
+            old='lis, err := net.Listen("tcp", ":"+s.port)',
+            new='lis, err := net.Listen("tcp", serveHost()+":"+s.port)',
+        ),
+        SourceEdit(
+            registry.source_module,
+            f"{serve}/zz_serve_host.go",
+            source=base / "opm" / "added" / "serve_host.go",
+        ),
+    )
 
 
 def go_ansible_operator(root: Path | None = None) -> Component:
@@ -145,3 +185,42 @@ def go_ansible_operator(root: Path | None = None) -> Component:
         f"{plugins.source_module}/cmd/ansible-operator",
         (f"-X {version}.Version={plugins.version}", f"-X {version}.GitVersion={plugins.version}"),
     )
+
+
+OLM_API_MODULE = "github.com/operator-framework/api"
+
+
+def olm_operators(root: Path | None = None) -> dict[str, Component]:
+    """OLM's `olm` and `catalog` operators, which `ansible-operator olm install` runs.
+
+    Not one of `tools()` nor of the control plane: only OLM users need them. Both come
+    from one wrapper module, which also pins the operator-framework/api module whose
+    `crds/` directory holds OLM's CustomResourceDefinitions (copied next to the `olm`
+    binary at build time, see `build.olm_crd_dir`).
+    """
+    base = root or tools_dir()
+    lifecycle = GoModule(base / "olm", "github.com/operator-framework/operator-lifecycle-manager")
+    version = f"{lifecycle.source_module}/pkg/version"
+    ldflags = (f"-X {version}.OLMVersion={lifecycle.version}",)
+    # Both operators serve /healthz and /metrics on the fixed address ":8080" (no flag);
+    # the edit makes $OLM_LISTEN_ADDRESS choose it, so each gets its own loopback port.
+    server = "pkg/lib/server"
+    edits = (
+        SourceEdit(
+            lifecycle.source_module,
+            f"{server}/server.go",
+            old="Addr:    sc.getAddress(tlsEnabled),",
+            new="Addr:    listenAddress(sc.getAddress(tlsEnabled)),",
+        ),
+        SourceEdit(
+            lifecycle.source_module,
+            f"{server}/zz_listen_address.go",
+            source=base / "olm" / "added" / "listen_address.go",
+        ),
+    )
+    return {
+        name: Component(
+            name, lifecycle, f"{lifecycle.source_module}/cmd/{name}", ldflags, (), edits
+        )
+        for name in ("olm", "catalog")
+    }

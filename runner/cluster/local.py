@@ -382,7 +382,7 @@ class LocalCluster:
     def down(self, *, keep: bool = False, progress: Progress = print) -> list[str]:
         """Stop exactly what `up` started, newest first; remove the state unless `keep`."""
         state = self.load_state()
-        stopped: list[str] = []
+        stopped = self.stop_addons(progress=progress)
         if state is not None:
             running = state.running()
             for name in _STOP_ORDER:
@@ -412,10 +412,78 @@ class LocalCluster:
             port = state.ports.get(name)
             where = f"{process.LOOPBACK}:{port}" if port else "-"
             lines.append(f"  {name:<24} {alive:<12} pid {proc.pid:<8} {where:<16} {proc.log}")
+        for name, proc in self.addons().items():
+            alive = "running" if process.is_running(proc.pid, proc.binary) else "NOT RUNNING"
+            lines.append(f"  {name:<24} {alive:<12} pid {proc.pid:<8} {'-':<16} {proc.log}")
         api = self.apiserver(state)
         ready = "ready" if api.ok("/readyz") else "not ready"
         lines.append(f"  API server {api.url}: {ready}; kubeconfig {self.kubeconfig}")
         return lines
+
+    # -- add-ons: processes run beside the control plane (OLM's operators, opm serve) --
+    # Recorded in addons.json (not in state.json, whose process set `is_up` checks), with
+    # pid files and logs beside the components'; `down` stops them first.
+
+    @property
+    def _addons_file(self) -> Path:
+        return self.state_dir / "addons.json"
+
+    def _addon_records(self) -> dict[str, dict[str, Any]]:
+        try:
+            raw = json.loads(self._addons_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return raw if isinstance(raw, dict) else {}
+
+    def _save_addons(self, records: dict[str, dict[str, Any]]) -> None:
+        temporary = self._addons_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(records, indent=2), encoding="utf-8")
+        os.replace(temporary, self._addons_file)
+
+    def addons(self) -> dict[str, process.RunningProcess]:
+        """The add-on processes recorded (running or not), oldest first."""
+        return {
+            name: process.RunningProcess(name, r["pid"], r["binary"], Path(r["log"]))
+            for name, r in self._addon_records().items()
+        }
+
+    def start_addon(
+        self, name: str, argv: list[str], *, env: Mapping[str, str] | None = None
+    ) -> process.RunningProcess:
+        """Start `argv` as add-on `name` (stopping an earlier one of that name)."""
+        self.stop_addon(name)
+        running = process.start(
+            name,
+            argv,
+            log=self.state_dir / "logs" / f"{name}.log",
+            pid_file=self.state_dir / "pids" / f"{name}.pid",
+            env=env,
+        )
+        records = self._addon_records()
+        records[name] = {"pid": running.pid, "binary": argv[0], "log": str(running.log)}
+        self._save_addons(records)
+        return running
+
+    def stop_addon(self, name: str, *, grace: float = 10) -> bool:
+        """Stop add-on `name` and forget it; returns whether it was running."""
+        records = self._addon_records()
+        record = records.pop(name, None)
+        if record is None:
+            return False
+        running = process.RunningProcess(name, record["pid"], record["binary"], Path(record["log"]))
+        was_running = process.stop(running, grace=grace)
+        self._save_addons(records)
+        (self.state_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
+        return was_running
+
+    def stop_addons(self, *, progress: Progress = print) -> list[str]:
+        """Stop every add-on, newest first."""
+        stopped: list[str] = []
+        for name, proc in reversed(self.addons().items()):
+            if self.stop_addon(name):
+                stopped.append(name)
+                progress(f"stopped {name} (pid {proc.pid})")
+        return stopped
 
 
 def _node_ready(node: dict[str, Any]) -> bool:

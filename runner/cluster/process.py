@@ -17,7 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,14 @@ class RunningProcess:
     log: Path
 
 
-def start(name: str, argv: Sequence[str], *, log: Path, pid_file: Path) -> RunningProcess:
+def start(
+    name: str,
+    argv: Sequence[str],
+    *,
+    log: Path,
+    pid_file: Path,
+    env: Mapping[str, str] | None = None,
+) -> RunningProcess:
     log.parent.mkdir(parents=True, exist_ok=True)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
@@ -63,6 +70,7 @@ def start(name: str, argv: Sequence[str], *, log: Path, pid_file: Path) -> Runni
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            env=None if env is None else dict(env),
         )
     pid_file.write_text(f"{proc.pid}\n", encoding="utf-8")
     return RunningProcess(name=name, pid=proc.pid, binary=argv[0], log=log)

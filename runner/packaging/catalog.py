@@ -35,7 +35,9 @@ CONFIGS_LABEL = "operators.operatorframework.io.index.configs.v1"
 class CatalogOptions:
     package: str
     channel: str | None = None  # default: the bundle's channels
-    bundle_image: str | None = None  # default: <operator image name>-bundle:v<version>
+    # default: <operator image name>-bundle:v<version>; "" leaves the image empty, so OLM
+    # installs from the olm.bundle.object properties without unpacking an image
+    bundle_image: str | None = None
 
 
 def _property(kind: str, value: Any) -> Obj:
@@ -127,7 +129,8 @@ def add_bundle(documents: list[Obj], bundle: LoadedBundle, options: CatalogOptio
     annotations = bundle.annotations or {}
     result = copy.deepcopy(documents)
     package, name = options.package, str(csv["metadata"]["name"])
-    image = options.bundle_image or default_bundle_image(csv)
+    # An empty image (not None) is kept: OLM then installs from the embedded objects.
+    image = default_bundle_image(csv) if options.bundle_image is None else options.bundle_image
     new_bundle = bundle_document(bundle, package=package, image=image)
     channels = (
         [options.channel]

@@ -163,6 +163,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     cgen.add_argument("--channel", help="default: the bundle's channels")
     cgen.add_argument("--from", dest="from_dir", help="an existing catalog to extend")
     cgen.add_argument("--output", default="catalog", help="default: catalog")
-    cgen.add_argument("--bundle-image", help="default: <operator image>-bundle:v<version>")
+    cgen.add_argument(
+        "--bundle-image",
+        help="default: <operator image>-bundle:v<version>; '' leaves it empty (OLM then "
+        "installs from the embedded manifests, without unpacking an image)",
+    )
     cgen.add_argument("--format", choices=("yaml", "json"), default="yaml")
     cgen.set_defaults(handler=_catalog_generate)

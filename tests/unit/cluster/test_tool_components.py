@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from runner.cluster.build import go_binary_name
-from runner.cluster.components import components, tools
+from pathlib import Path
+
+from runner.cluster.build import binary_path, go_binary_name
+from runner.cluster.components import components, go_ansible_operator, tools
 
 
 def test_tools_are_pinned_by_their_wrapper_modules() -> None:
@@ -21,3 +23,16 @@ def test_tools_are_pinned_by_their_wrapper_modules() -> None:
 
 def test_tools_are_not_part_of_the_control_plane() -> None:
     assert not set(tools()) & set(components())
+
+
+def test_go_ansible_operator_is_pinned_and_built_on_demand_only() -> None:
+    go = go_ansible_operator()
+    assert go.version == "v1.42.0"
+    assert go.package.endswith("/cmd/ansible-operator")
+    assert go_binary_name(go.package) == "ansible-operator"
+    assert f"internal/version.Version={go.version}" in " ".join(go.ldflags)
+    # only bench/compare.py builds it: not `cluster up --build-only`, not `cluster tools`
+    assert go.name not in set(tools()) | set(components())
+    assert binary_path(go, Path("/c")) == Path(
+        "/c/bin/ansible-operator-go-v1.42.0/ansible-operator-go"
+    )

@@ -176,3 +176,14 @@ def test_catalog_dockerfile_serves_the_directory() -> None:
     assert f"FROM {catalog.OPM_IMAGE} AS builder" in text
     assert "ADD catalog /configs" in text
     assert f"LABEL {catalog.CONFIGS_LABEL}=/configs" in text
+
+
+def test_an_empty_bundle_image_is_kept(tmp_path: Path, inputs: ProjectInputs) -> None:
+    """`--bundle-image ''`: OLM installs from the embedded objects, no image to unpack."""
+    bundle = _bundle(tmp_path, inputs, "1.0.0")
+    documents = catalog.add_bundle([], bundle, catalog.CatalogOptions(PACKAGE, bundle_image=""))
+    (document,) = _schema(documents, "olm.bundle")
+    assert document["image"] == ""
+    assert "" not in [r["image"] for r in document["relatedImages"]]
+    kinds = [p["type"] for p in document["properties"]]
+    assert kinds.count("olm.bundle.object") == len(bundle.objects())

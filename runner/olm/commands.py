@@ -1,0 +1,186 @@
+"""`ansible-operator olm ...` (thin: parse, call `control` or `bundles`, print)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runner.errors import ConfigError
+
+if TYPE_CHECKING:
+    from runner.cluster.local import LocalCluster
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _cluster(args: argparse.Namespace) -> LocalCluster:
+    from runner.cluster.local import LocalCluster, default_state_dir
+
+    state_dir = Path(args.state_dir).resolve() if args.state_dir else default_state_dir()
+    return LocalCluster(state_dir)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    from runner.olm import bundles, control
+
+    cluster = _cluster(args)
+    action = args.action
+    if action == "install":
+        control.install(cluster, progress=_progress)
+        return 0
+    if action == "uninstall":
+        for run in bundles.all_runs(cluster):
+            bundles.cleanup(cluster, run.namespace, run.package, progress=_progress)
+        control.uninstall(cluster, progress=_progress)
+        return 0
+    if action == "status":
+        lines, ok = bundles.status(cluster, namespace=args.namespace)
+        print("\n".join(lines))
+        return 0 if ok else 3
+    if action in ("run-bundle", "bundle-upgrade", "approve"):
+        if action == "run-bundle":
+            outcome = bundles.run_bundle(
+                cluster,
+                Path(args.bundle),
+                namespace=args.namespace,
+                install_mode=args.install_mode,
+                approval=args.approval,
+                channel=args.channel,
+                timeout=args.timeout,
+                skip_validation=args.skip_validation,
+                progress=_progress,
+            )
+        elif action == "bundle-upgrade":
+            outcome = bundles.bundle_upgrade(
+                cluster,
+                Path(args.bundle),
+                namespace=args.namespace,
+                timeout=args.timeout,
+                skip_validation=args.skip_validation,
+                progress=_progress,
+            )
+        else:
+            outcome = bundles.approve(
+                cluster,
+                namespace=args.namespace,
+                package=args.package,
+                timeout=args.timeout,
+                progress=_progress,
+            )
+        print(f"{outcome.csv} {outcome.state} ({outcome.seconds:.1f} s)")
+        return 0
+    if action == "cleanup":
+        bundles.cleanup(
+            cluster, args.namespace, args.package, keep_crds=args.keep_crds, progress=_progress
+        )
+        return 0
+    if action == "kubeconfig":
+        output = Path(args.output) if args.output else None
+        if output is None:
+            output = control.olm_dir(cluster) / "kubeconfigs" / f"{args.namespace}.kubeconfig"
+        path, account = bundles.service_account_kubeconfig(
+            cluster,
+            namespace=args.namespace,
+            output=output,
+            package=args.package,
+            service_account=args.service_account,
+            seconds=args.duration,
+        )
+        _progress(f"kubeconfig for system:serviceaccount:{args.namespace}:{account}")
+        print(path)
+        return 0
+    raise ConfigError(f"unknown olm action {action!r}")
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `olm install|uninstall|status|run-bundle|bundle-upgrade|approve|cleanup|
+    kubeconfig` on the top-level parser."""
+    olm = sub.add_parser(
+        "olm",
+        help="the real Operator Lifecycle Manager on the local cluster; bundles through it",
+        description="Run OLM (built from Go modules) against the local cluster and install "
+        "bundle directories through it, serving them as file-based catalogs with opm on "
+        "loopback ports (no images, no registry).",
+    )
+    olm.add_argument(
+        "--state-dir",
+        help="the cluster's state directory (default: $ANSIBLE_OPERATOR_CLUSTER_DIR or ./.cluster)",
+    )
+    actions = olm.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser(
+        "install",
+        help="build (first time) and start OLM's olm and catalog operators; apply its CRDs",
+    )
+    actions.add_parser("uninstall", help="clean up every run-bundle, then remove OLM and its CRDs")
+    status = actions.add_parser(
+        "status", help="OLM's processes; Subscription, InstallPlan and CSV of each bundle run"
+    )
+    status.add_argument("--namespace", "-n", help="only the runs in this namespace")
+
+    def timeout(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--timeout", type=float, default=300, help="seconds to wait (default: 300)"
+        )
+
+    def skip(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--skip-validation",
+            action="store_true",
+            help="hand an invalid bundle to OLM anyway (to see what OLM says)",
+        )
+
+    run = actions.add_parser(
+        "run-bundle",
+        help="install a bundle directory through OLM (like `operator-sdk run bundle`)",
+        description="Serve the bundle as a file-based catalog with opm on a loopback port, "
+        "create a CatalogSource, an OperatorGroup (unless one fits) and a Subscription, and "
+        "wait until the CSV is Succeeded (or its InstallPlan waits for approval).",
+    )
+    run.add_argument("bundle", help="the bundle directory, e.g. bundle/")
+    run.add_argument("--namespace", "-n", required=True)
+    run.add_argument(
+        "--install-mode",
+        help="AllNamespaces | OwnNamespace | SingleNamespace=NS | MultiNamespace=NS1,NS2 "
+        "(default: AllNamespaces if supported, else OwnNamespace)",
+    )
+    run.add_argument("--approval", choices=("Automatic", "Manual"), default="Automatic")
+    run.add_argument("--channel", help="default: the bundle's default channel")
+    timeout(run)
+    skip(run)
+    upgrade = actions.add_parser(
+        "bundle-upgrade",
+        help="add a newer bundle to the served catalog; OLM upgrades along `replaces`",
+    )
+    upgrade.add_argument("bundle", help="the newer bundle directory")
+    upgrade.add_argument("--namespace", "-n", required=True)
+    timeout(upgrade)
+    skip(upgrade)
+    approve = actions.add_parser(
+        "approve", help="approve the pending InstallPlan of a Manual subscription; wait"
+    )
+    approve.add_argument("--namespace", "-n", required=True)
+    approve.add_argument("--package", help="default: the only run in the namespace")
+    timeout(approve)
+    cleanup = actions.add_parser("cleanup", help="remove what run-bundle created")
+    cleanup.add_argument("--namespace", "-n", required=True)
+    cleanup.add_argument("--package", help="default: the only run in the namespace")
+    cleanup.add_argument("--keep-crds", action="store_true", help="keep the owned CRDs")
+    kubeconfig = actions.add_parser(
+        "kubeconfig",
+        help="write a kubeconfig for the service account OLM created for the operator",
+        description="Request a token (TokenRequest API) for the service account of the "
+        "installed CSV's Deployment and write a kubeconfig with it, to run the operator "
+        "locally with exactly the permissions OLM granted.",
+    )
+    kubeconfig.add_argument("--namespace", "-n", required=True)
+    kubeconfig.add_argument("--package", help="default: the only run in the namespace")
+    kubeconfig.add_argument("--service-account", help="default: the Deployment's")
+    kubeconfig.add_argument("--output", "-o", help="default: <state>/olm/kubeconfigs/NS.kubeconfig")
+    kubeconfig.add_argument(
+        "--duration", type=int, default=3600, help="token lifetime in seconds (default: 3600)"
+    )
+    olm.set_defaults(handler=dispatch)
