@@ -132,14 +132,14 @@ class Manager:
             holder = asyncio.create_task(self._leader.hold(lost.set), name="lease-holder")
         await self.start()
         await _first(stop.wait(), lost.wait())
-        if holder is not None:
-            holder.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await holder
         if lost.is_set():
+            await _cancel(holder)
             await self.shutdown(timeout=0)  # another replica leads now: stop at once
             return 1
+        # The lease is renewed while runs in flight finish, so that no standby starts
+        # reconciling the same CRs meanwhile; then it is handed over at once.
         await self.shutdown()
+        await _cancel(holder)
         if self._leader is not None:
             await self._leader.release()
         return 0
@@ -149,6 +149,13 @@ class Manager:
         log.info("stopping: waiting up to %.0f s for running reconciles", grace)
         await asyncio.gather(*(c.stop(timeout=grace) for c in self.controllers))
         log.info("stopped")
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _first(*waits: Coroutine[Any, Any, object]) -> bool:
