@@ -35,7 +35,15 @@ from runner.structs import GVK
 if TYPE_CHECKING:
     from runner.watches import Watch
 
-__all__ = ["add_commands", "as_read", "cr_extra_vars", "find_watch", "parse_cr", "render"]
+__all__ = [
+    "add_commands",
+    "as_read",
+    "cr_extra_vars",
+    "find_watch",
+    "parse_cr",
+    "render",
+    "watches_environ",
+]
 
 OUTPUTS = ("yaml", "json")
 
@@ -79,6 +87,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     cmd.add_argument(
         "--output", "-o", choices=OUTPUTS, default="yaml", help="output format (default: yaml)"
     )
+    # As `run` has them: they decide where the watches' roles are found.
+    cmd.add_argument("--ansible-roles-path", default="", help="sets ANSIBLE_ROLES_PATH")
+    cmd.add_argument("--ansible-collections-path", default="", help="sets ANSIBLE_COLLECTIONS_PATH")
     cmd.set_defaults(handler=_cmd_vars)
 
 
@@ -192,11 +203,34 @@ def render(extravars: Mapping[str, Any], output: str) -> str:
     return text
 
 
+def watches_environ(
+    environ: Mapping[str, str], *, roles_path: str, collections_path: str
+) -> dict[str, str]:
+    """The environment `run` loads the watches file with: its roles and collections paths,
+    the bundled operator_sdk.util last."""
+    from runner.collections_path import bundled_collections_path
+    from runner.watches import DEFAULT_COLLECTIONS_PATH
+
+    result = dict(environ)
+    if roles_path:
+        result["ANSIBLE_ROLES_PATH"] = roles_path
+    collections = collections_path or environ.get(
+        "ANSIBLE_COLLECTIONS_PATH", ":".join(DEFAULT_COLLECTIONS_PATH)
+    )
+    result["ANSIBLE_COLLECTIONS_PATH"] = f"{collections}:{bundled_collections_path()}"
+    return result
+
+
 def _cmd_vars(args: argparse.Namespace) -> int:
     from runner import watches as watches_mod
 
     cwd = Path.cwd()
-    watches = watches_mod.load(args.watches_file, environ=dict(os.environ), cwd=cwd)
+    environ = watches_environ(
+        os.environ,
+        roles_path=args.ansible_roles_path,
+        collections_path=args.ansible_collections_path,
+    )
+    watches = watches_mod.load(args.watches_file, environ=environ, cwd=cwd)
     source = "stdin" if args.cr_file == "-" else str(args.cr_file)
     if args.cr_file == "-":
         text = sys.stdin.read()

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runner.errors import ConfigError
-from runner.scaffold import csvbase, extend, files_api, files_project, molecule
+from runner.scaffold import csvbase, extend, files_api, files_project, molecule, molecule_kind
 from runner.scaffold.files_config import config_files
 from runner.scaffold.names import Resource, validate_domain, validate_project_name
 from runner.scaffold.project import PROJECT_FILE, Project, parse_project, render_project
@@ -55,6 +55,7 @@ def init_plan(*, domain: str, project_name: str, info: csvbase.CSVInfo | None = 
             project_name, info or csvbase.default_info(project_name)
         ),
         **molecule.molecule_files(project_name),
+        **molecule_kind.shared_files(project_name),
     }
     return Plan(create=files)
 
@@ -118,6 +119,7 @@ def _new_files(resource: Resource, project: str, *, playbook: bool) -> dict[str,
             resource, project=project
         ),
         **files_api.role_files(resource),
+        **molecule_kind.kind_files(resource),
     }
     if playbook:
         files[resource.playbook_file] = files_api.playbook(resource)

@@ -270,3 +270,44 @@ def test_cli_error_is_one_line(
     err = capsys.readouterr().err
     assert err.startswith("error: config/samples/cache_v1alpha1_memcached.yaml: Memcached ")
     assert "--namespace" in err
+
+
+@pytest.mark.parametrize(
+    ("environ", "roles", "collections", "expected_roles", "expected_collections"),
+    [
+        pytest.param(
+            {}, "", "", None, "/usr/share/ansible/collections:~/.ansible/collections", id="defaults"
+        ),
+        pytest.param(
+            {"ANSIBLE_COLLECTIONS_PATH": "/c", "ANSIBLE_ROLES_PATH": "/r"},
+            "",
+            "",
+            "/r",
+            "/c",
+            id="environment",
+        ),
+        pytest.param(
+            {"ANSIBLE_COLLECTIONS_PATH": "/c"},
+            "/flag-r",
+            "/flag-c",
+            "/flag-r",
+            "/flag-c",
+            id="flags",
+        ),
+    ],
+)
+def test_watches_are_loaded_with_the_paths_run_uses(
+    environ: dict[str, str],
+    roles: str,
+    collections: str,
+    expected_roles: str | None,
+    expected_collections: str,
+) -> None:
+    from runner.collections_path import bundled_collections_path
+    from runner.varscmd import watches_environ
+
+    result = watches_environ(environ, roles_path=roles, collections_path=collections)
+    assert result.get("ANSIBLE_ROLES_PATH") == expected_roles
+    assert result["ANSIBLE_COLLECTIONS_PATH"] == (
+        f"{expected_collections}:{bundled_collections_path()}"
+    )
