@@ -20,6 +20,7 @@ from typing import Any
 
 from runner import watches as watches_mod
 from runner.ansible.backend import RunnerBackend
+from runner.ansible.fast import FastBackend
 from runner.collections_path import bundled_collections_path
 from runner.durations import parse_duration
 from runner.engine.leader import LeaderElector, LeaderSettings
@@ -247,13 +248,16 @@ async def _serve(
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
-        backend = RunnerBackend(
+        backend_type = FastBackend if args.ansible_backend == "fast" else RunnerBackend
+        backend = backend_type(
             base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
             max_artifacts_bytes=args.max_artifacts_bytes,
         )
         stack.push_async_callback(backend.close)
+        if isinstance(backend, FastBackend):
+            backend.start(envvars=run_env)  # warms up while the watches sync
         settings = RunSettings(
             kubeconfig=kubeconfig,
             run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),

@@ -78,6 +78,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("tasks", "everything", "nothing"),
         help="which Ansible events to log",
     )
+    ansible.add_argument(
+        "--ansible-backend",
+        default="runner",
+        choices=("runner", "fast"),
+        help="how runs are started: ansible-runner per run, or forks of a warm Ansible "
+        "process with Kubernetes modules run in-process (see docs/fast-backend.md)",
+    )
     ansible.add_argument("--ansible-roles-path", default="", help="sets ANSIBLE_ROLES_PATH")
     ansible.add_argument(
         "--ansible-collections-path", default="", help="sets ANSIBLE_COLLECTIONS_PATH"

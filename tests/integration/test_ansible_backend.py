@@ -1,4 +1,5 @@
-"""runner.ansible.backend with real ansible-runner and ansible-playbook (no cluster needed).
+"""The Ansible backends with real ansible-playbook (no cluster needed), each test run
+against both: `RunnerBackend` (ansible-runner) and `FastBackend` (forks of a warm zygote).
 
 Roles and playbooks are written into tmp_path; every run goes through the same code the
 operator uses: data directory, events, artifacts, logs.
@@ -21,7 +22,9 @@ import pytest
 from runner.ansible.artifacts import list_runs, read_events
 from runner.ansible.backend import LogEvents, RunnerBackend
 from runner.ansible.events import NO_STATS_ERROR, FailedTask
+from runner.ansible.fast import FastBackend
 from runner.ansible.inputs import RunRequest
+from runner.ansible.modexec import IN_PROCESS_NOTE
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK
 
@@ -137,9 +140,17 @@ def out_dir(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(params=["runner", "fast"])
+def backend_type(request: pytest.FixtureRequest) -> type[RunnerBackend]:
+    """Each test runs against both backends: they must behave the same."""
+    return FastBackend if request.param == "fast" else RunnerBackend
+
+
 @pytest.fixture
-async def backend(tmp_path: Path) -> AsyncIterator[RunnerBackend]:
-    runner_backend = RunnerBackend(tmp_path / "runner", env=FAST)
+async def backend(
+    tmp_path: Path, backend_type: type[RunnerBackend]
+) -> AsyncIterator[RunnerBackend]:
+    runner_backend = backend_type(tmp_path / "runner", env=FAST)
     yield runner_backend
     await runner_backend.close()
 
@@ -332,11 +343,14 @@ async def test_artifacts_rotated_and_latest_is_newest(
 
 
 async def test_environment_reaches_the_role(
-    tmp_path: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    out_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    backend_type: type[RunnerBackend],
 ) -> None:
     monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "collections"))
     role = write_role(tmp_path, "env", ENV_TASKS)
-    backend = RunnerBackend(tmp_path / "runner", env={**FAST, "TEST_OPERATOR_VAR": "from-flag"})
+    backend = backend_type(tmp_path / "runner", env={**FAST, "TEST_OPERATOR_VAR": "from-flag"})
     try:
         req = request(
             "env",
@@ -357,7 +371,7 @@ async def test_environment_reaches_the_role(
 
 
 async def test_ansible_args_and_inventory_from_the_environment(
-    tmp_path: Path, out_dir: Path
+    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
 ) -> None:
     inventory = tmp_path / "inventory.ini"
     inventory.write_text(
@@ -365,7 +379,7 @@ async def test_ansible_args_and_inventory_from_the_environment(
         " inv_marker=from-inventory\n"
     )
     role = write_role(tmp_path, "tagged", TAGGED_TASKS)
-    backend = RunnerBackend(tmp_path / "runner", env={**FAST, "ANSIBLE_INVENTORY": str(inventory)})
+    backend = backend_type(tmp_path / "runner", env={**FAST, "ANSIBLE_INVENTORY": str(inventory)})
     req = request("args", out_dir=out_dir, role=role, cmdline="'--skip-tags skipme'")
     try:
         result = await backend.run(req)
@@ -403,10 +417,11 @@ async def test_logging(
     debug_logs: bool,
     present: list[str],
     absent: list[str],
+    backend_type: type[RunnerBackend],
 ) -> None:
     role = write_role(tmp_path, "hello", HELLO_TASKS)
     logger = logging.getLogger("test.ansible.backend")
-    backend = RunnerBackend(
+    backend = backend_type(
         tmp_path / "runner", env=FAST, log_events=log_events, debug_logs=debug_logs, logger=logger
     )
     try:
@@ -424,11 +439,14 @@ async def test_logging(
 
 
 async def test_failure_is_logged_with_its_message(
-    tmp_path: Path, out_dir: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    out_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+    backend_type: type[RunnerBackend],
 ) -> None:
     role = write_role(tmp_path, "failing", FAILING_TASKS)
     logger = logging.getLogger("test.ansible.failures")
-    backend = RunnerBackend(tmp_path / "runner", env=FAST, logger=logger)
+    backend = backend_type(tmp_path / "runner", env=FAST, logger=logger)
     try:
         with caplog.at_level(logging.INFO, logger=logger.name):
             await backend.run(request("f", out_dir=out_dir, role=role))
@@ -464,9 +482,11 @@ async def test_cancelling_the_caller_kills_the_run(
     assert (latest / "status").read_text() == "canceled"
 
 
-async def test_close_stops_runs_in_progress_and_queued(tmp_path: Path, out_dir: Path) -> None:
+async def test_close_stops_runs_in_progress_and_queued(
+    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+) -> None:
     role = write_role(tmp_path, "slow", SLOW_TASKS)
-    backend = RunnerBackend(tmp_path / "runner", env=FAST, max_workers=1)
+    backend = backend_type(tmp_path / "runner", env=FAST, max_workers=1)
     started = asyncio.Event()
 
     def on_event(event: dict[str, Any]) -> None:
@@ -500,3 +520,174 @@ async def test_trivial_role_run_time(
     with capsys.disabled():
         print(f"\ntrivial role run (2 tasks, no facts): {', '.join(f'{t:.2f}s' for t in timings)}")
     assert min(timings) < 30
+
+
+MODULE_TASKS = """\
+- name: stat a file
+  ansible.builtin.stat:
+    path: "{{ fixture }}"
+- name: run a command
+  ansible.builtin.command: echo hello
+- name: a module that warns
+  ansible.builtin.command:
+    cmd: echo warned
+    executable: /bin/bash
+- name: a directory
+  ansible.builtin.file:
+    path: "{{ out_dir }}/dir"
+    state: directory
+    mode: "0750"
+- name: a file with content
+  ansible.builtin.copy:
+    dest: "{{ out_dir }}/file.txt"
+    content: "content\\n"
+- name: a failing command
+  ansible.builtin.command: /bin/false
+  ignore_errors: true
+- name: bad arguments
+  ansible.builtin.file:
+    path: "{{ out_dir }}/x"
+    state: bogus
+  ignore_errors: true
+- name: the task's environment
+  ansible.builtin.command: printenv FAST_TEST_VAR
+  environment:
+    FAST_TEST_VAR: from the task
+- name: the working directory a module sees
+  ansible.builtin.command: printenv PWD
+- name: the locale Python set for a module
+  ansible.builtin.command: printenv LC_CTYPE
+  ignore_errors: true
+- name: the locale Python set for ansible-playbook
+  ansible.builtin.debug:
+    msg: "{{ lookup('env', 'LC_CTYPE') }}"
+- name: stat a directory with a checksum
+  ansible.builtin.stat:
+    path: "{{ out_dir }}"
+    get_checksum: true
+    checksum_algorithm: sha1
+  register: ok_stat
+"""
+VOLATILE_KEYS = {
+    *("start", "end", "delta"),  # command timing
+    *("atime", "mtime", "ctime", "inode", "version"),  # stat of files made by each run
+    *("src", "_original_basename"),  # copy's temporary file
+}
+
+
+def _comparable(value: Any, out_dir: Path, base: Path) -> Any:
+    """A task result without what differs between any two runs (times, temp paths)."""
+    if isinstance(value, dict):
+        return {
+            key: _comparable(item, out_dir, base)
+            for key, item in value.items()
+            if key not in VOLATILE_KEYS
+        }
+    if isinstance(value, list):
+        return [_comparable(item, out_dir, base) for item in value]
+    if isinstance(value, str):
+        return value.replace(str(out_dir), "<out>").replace(str(base), "<base>")
+    return value
+
+
+async def test_modules_in_process_give_the_results_of_new_interpreters(tmp_path: Path) -> None:
+    role = write_role(tmp_path, "modules", MODULE_TASKS)
+    fixture = tmp_path / "fixture.txt"
+    fixture.write_text("fixture\n")
+    results: dict[str, dict[str, Any]] = {}
+    outputs: dict[str, str] = {}
+    for kind, backend_type in (("runner", RunnerBackend), ("fast", FastBackend)):
+        out = tmp_path / f"out-{kind}"
+        out.mkdir()
+        base = tmp_path / f"runner-{kind}"
+        backend = backend_type(base, env=FAST)
+        events: list[dict[str, Any]] = []
+        req = RunRequest(
+            gvk=GVK_,
+            namespace="ns",
+            name="modules",
+            role=role,
+            verbosity=4,
+            extravars={"out_dir": str(out), "fixture": str(fixture)},
+        )
+        try:
+            result = await backend.run(req, on_event=events.append)
+        finally:
+            await backend.close()
+        assert (result.ok, result.failures) == (12, 0)
+        results[kind] = {
+            event["event_data"]["task"]: (
+                event["event"],
+                _comparable(event["event_data"]["res"], out, base),
+            )
+            for event in events
+            if event["event"] in ("runner_on_ok", "runner_on_failed")
+        }
+        outputs[kind] = (backend.data_dir(req) / "artifacts/latest/stdout").read_text()
+
+    assert results["fast"] == results["runner"]
+    warned = results["fast"]["a module that warns"][1]
+    assert "executable" in " ".join(warned["warnings"])
+    assert results["fast"]["the task's environment"][1]["stdout"] == "from the task"
+    assert results["fast"]["the working directory a module sees"][1]["stdout"] == (
+        "<base>/cache.example.com/v1alpha1/Memcached/ns/modules/project"
+    )
+    assert IN_PROCESS_NOTE not in outputs["runner"]
+    for fqn in ("ansible.modules.stat", "ansible.modules.command", "ansible.modules.file"):
+        assert f"{IN_PROCESS_NOTE}: {fqn}" in outputs["fast"]
+
+
+PROBE_MODULE = """\
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec={})
+    module.exit_json(changed=False, answer="%s")
+
+
+main()
+"""
+PROBE_TASKS = """\
+- name: ask the role's own module
+  probe:
+  register: probed
+- name: show it
+  ansible.builtin.debug:
+    msg: "{{ probed.answer }}"
+"""
+
+
+def write_probe_role(root: Path, name: str, answer: str) -> Path:
+    role = write_role(root, name, PROBE_TASKS)
+    (role / "library").mkdir()
+    (role / "library" / "probe.py").write_text(PROBE_MODULE % answer)
+    return role
+
+
+def _answers(events: list[dict[str, Any]]) -> list[str]:
+    return [
+        event["event_data"]["res"]["msg"]
+        for event in events
+        if event["event"] == "runner_on_ok" and event["event_data"]["task"] == "show it"
+    ]
+
+
+async def test_library_modules_of_different_roles_and_versions_are_not_mixed_up(
+    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+) -> None:
+    first = write_probe_role(tmp_path / "a", "first", "first role")
+    second = write_probe_role(tmp_path / "b", "second", "second role")
+    events: list[dict[str, Any]] = []
+
+    await backend.run(request("p1", out_dir=out_dir, role=first), on_event=events.append)
+    await backend.run(request("p2", out_dir=out_dir, role=second), on_event=events.append)
+    # The same role with its module edited: the next run uses the new code.
+    module = first / "library" / "probe.py"
+    module.write_text(PROBE_MODULE % "first role, edited")
+    stat = module.stat()
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    await backend.run(request("p1", out_dir=out_dir, role=first), on_event=events.append)
+
+    assert _answers(events) == ["first role", "second role", "first role, edited"]

@@ -96,6 +96,18 @@ def write_project(
     return root
 
 
+BACKEND_ENV = "ANSIBLE_OPERATOR_TEST_BACKEND"
+"""`fast` or `runner`: the `--ansible-backend` of every operator the tests start."""
+
+
+def backend_args(args: list[str]) -> list[str]:
+    """`--ansible-backend` from `$ANSIBLE_OPERATOR_TEST_BACKEND`, unless `args` has one."""
+    backend = os.environ.get(BACKEND_ENV, "")
+    if not backend or any(arg.startswith("--ansible-backend") for arg in args):
+        return []
+    return ["--ansible-backend", backend]
+
+
 class OperatorProcess:
     """`ansible-operator run` in `project`; always stopped by `stop()` (use as a fixture)."""
 
@@ -137,6 +149,7 @@ class OperatorProcess:
             "0",
             "--user-metrics-bind-address",
             "127.0.0.1:0",
+            *backend_args(args or []),
             *(args or []),
         ]
         self._log_file = log.open("wb")

@@ -1,0 +1,351 @@
+"""Python modules as forks of the warm Ansible worker instead of new interpreters.
+
+ansible-core runs every Python module task by starting a new interpreter on the target
+(`/bin/sh -c '<python> && sleep 0'` with the AnsiballZ wrapper on stdin when pipelining).
+For the `local` connection that interpreter is the controller's own, and most of its time
+goes to starting up and importing `ansible.module_utils` and `kubernetes` — a `k8s_info`
+task costs about 0.7 s before it sends its one request. The worker process that runs the
+task already has all of that imported (the zygote warmed it, `zygote.py`), so here the
+`local` connection forks the worker and runs the same wrapper in the child, with the same
+stdin-less stdio, environment, exit code and output the interpreter would have produced.
+
+Only what is known to behave the same takes this path (`fastwire.in_process_allowed`):
+a pipelined Python module for this very interpreter (same virtualenv), no become, no
+locale or `PYTHON*` variables in the task's environment, a module of an allow-listed
+collection whose source is the one this process would import (the wrapper's copy is
+compared with the file on disk), while no collection file the zygote imported has changed
+on disk since (a `--reload` session editing a collection gets new interpreters for its
+modules until the operator restarts). Everything else goes to the real `local` connection.
+
+What the child resets so the module sees a target, not a controller:
+`ansible.module_utils._internal.is_controller` (warnings and deprecations are then
+returned in the result, as from a real target, instead of printed by the controller),
+signal dispositions, `sys.argv`, `sys.path` (as a new interpreter has it), stdio, the
+`__main__` module, `PWD` (the shell that would have started the interpreter exports
+it), and `atexit` (the controller's handlers must not run in the child; the module's
+own do, like its temporary directory cleanup).
+
+Pipelining: `install()` also turns pipelining on for the local connection when become,
+async and `ANSIBLE_KEEP_REMOTE_FILES` do not forbid it; on the controller's own host it
+changes nothing but where the wrapper comes from (stdin instead of a temporary file).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import binascii
+import builtins
+import importlib.util
+import io
+import os
+import selectors
+import signal
+import sys
+import traceback
+import types
+import zipfile
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from runner.ansible.fastwire import (
+    ModuleCommand,
+    in_process_allowed,
+    parse_module_command,
+    parse_wrapper,
+)
+
+__all__ = ["IN_PROCESS_NOTE", "install", "module_sys_path", "run_module", "sources_unchanged"]
+
+IN_PROCESS_NOTE = "module run in a fork of the worker"
+"""Shown at -vvvv for each module run this way."""
+_FALLBACK_EXIT = 70
+"""Exit code of a child that failed before the module ran (EX_SOFTWARE)."""
+_READ_SIZE = 65536
+_RESET_SIGNALS = ("SIGTERM", "SIGHUP", "SIGCHLD", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGQUIT")
+_INTERPRETER_VARIABLES = ("PYTHON", "LC_", "LANG")
+
+_module_path: list[str] = []
+"""`sys.path` of a new interpreter, as the zygote found it (set by `install`)."""
+_warm_sources: list[tuple[str, int, int]] = []
+"""(path, mtime_ns, size) of each collection module the zygote imported (set by `install`):
+a module run in a fork uses those imports, so they must still be what is on disk."""
+
+
+def install(*, sys_path: Sequence[str]) -> None:
+    """Route pipelined modules of the `local` connection through `run_module`.
+
+    `sys_path` is what `sys.path` holds in a new interpreter of this virtualenv.
+    """
+    from ansible.plugins.connection import ConnectionBase, local
+
+    connection: Any = local.Connection
+    if getattr(connection, "_runner_in_process", False):
+        return
+    _module_path[:] = list(sys_path)
+    _warm_sources[:] = _collection_sources()
+    real_exec = connection.exec_command
+    real_pipelining = connection.is_pipelining_enabled
+
+    def exec_command(
+        self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
+    ) -> tuple[int, bytes, bytes]:
+        if in_data is not None and not (sudoable and self.become):
+            found = _module_command(self, cmd, in_data)
+            if found is not None:
+                command, fqn = found
+                ConnectionBase.exec_command(self, cmd, in_data=in_data, sudoable=sudoable)
+                display = _display()
+                host = self._play_context.remote_addr
+                display.vvv(f"EXEC {cmd}", host=host)
+                display.vvvv(f"{IN_PROCESS_NOTE}: {fqn}", host=host)
+                return run_module(in_data, command)
+        return real_exec(self, cmd, in_data=in_data, sudoable=sudoable)  # type: ignore[no-any-return]
+
+    def is_pipelining_enabled(self: Any, wrap_async: bool = False) -> bool:
+        if real_pipelining(self, wrap_async):
+            return True
+        from ansible import constants
+
+        return not self.become and not wrap_async and not constants.DEFAULT_KEEP_REMOTE_FILES
+
+    connection.exec_command = exec_command
+    connection.is_pipelining_enabled = is_pipelining_enabled
+    connection._runner_in_process = True
+
+
+def module_sys_path() -> list[str]:
+    """`sys.path` for a module: a new interpreter's (see `install`)."""
+    return list(_module_path)
+
+
+def run_module(source: bytes, command: ModuleCommand) -> tuple[int, bytes, bytes]:
+    """Run an AnsiballZ wrapper in a fork of this process: `(rc, stdout, stderr)`.
+
+    `rc` is what `/bin/sh -c '<python> && sleep 0'` exits with: the module's exit code,
+    or 128 + the signal that killed it.
+    """
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child ends in os._exit
+        try:
+            os.close(out_read)
+            os.close(err_read)
+            _module_child(source, command.environment, out_write, err_write)
+        finally:
+            os._exit(_FALLBACK_EXIT)
+    os.close(out_write)
+    os.close(err_write)
+    stdout, stderr = _collect(out_read, err_read)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status), stdout, stderr
+    return os.waitstatus_to_exitcode(status), stdout, stderr
+
+
+# -- the decision -----------------------------------------------------------------------
+
+
+def _module_command(connection: Any, cmd: str, in_data: bytes) -> tuple[ModuleCommand, str] | None:
+    executable = connection._play_context.executable or "/bin/sh"
+    command = parse_module_command(cmd, executable=executable)
+    if command is None or not _same_interpreter(command.interpreter):
+        return None
+    if any(name.startswith(_INTERPRETER_VARIABLES) for name in command.environment):
+        return None
+    wrapper = parse_wrapper(in_data)
+    if wrapper is None or not in_process_allowed(wrapper.module_fqn):
+        return None
+    if not _same_source(wrapper.module_fqn, wrapper.zip_data, wrapper.module_member):
+        return None
+    if not sources_unchanged():
+        return None  # edited since the zygote imported them: a new interpreter reads them
+    return command, wrapper.module_fqn
+
+
+def _same_interpreter(path: str) -> bool:
+    """The same Python binary in the same directory (so the same virtualenv)."""
+    current = sys.executable
+    if os.path.dirname(os.path.abspath(path)) != os.path.dirname(os.path.abspath(current)):
+        return False
+    try:
+        return os.path.samefile(path, current)
+    except OSError:
+        return False
+
+
+def _same_source(fqn: str, zip_data: str, member: str) -> bool:
+    """The wrapper carries the module this process imports under `fqn`, byte for byte."""
+    try:
+        payload = zipfile.ZipFile(io.BytesIO(base64.b64decode(zip_data)))
+        packaged = payload.read(member)
+        spec = importlib.util.find_spec(fqn)
+    except (binascii.Error, zipfile.BadZipFile, KeyError, ImportError, ValueError):
+        return False
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return False
+    try:
+        with open(spec.origin, "rb") as handle:
+            return handle.read() == packaged
+    except OSError:
+        return False
+
+
+def _collection_sources() -> list[tuple[str, int, int]]:
+    sources = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not name.startswith("ansible_collections.") or not isinstance(path, str):
+            continue
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        sources.append((path, info.st_mtime_ns, info.st_size))
+    return sources
+
+
+def sources_unchanged() -> bool:
+    for path, mtime_ns, size in _warm_sources:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        if (info.st_mtime_ns, info.st_size) != (mtime_ns, size):
+            return False
+    return True
+
+
+def _display() -> Any:
+    from ansible.utils.display import Display
+
+    return Display()
+
+
+# -- the parent -------------------------------------------------------------------------
+
+
+def _collect(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    with selectors.DefaultSelector() as selector:
+        selector.register(out_fd, selectors.EVENT_READ)
+        selector.register(err_fd, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                fd = int(key.fd)
+                try:
+                    chunk = os.read(fd, _READ_SIZE)
+                except InterruptedError:
+                    continue
+                if chunk:
+                    chunks[fd].append(chunk)
+                else:
+                    selector.unregister(fd)
+                    os.close(fd)
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+
+
+# -- the child --------------------------------------------------------------------------
+
+
+def _module_child(
+    source: bytes, environment: dict[str, str], out_fd: int, err_fd: int
+) -> NoReturn:  # pragma: no cover - runs in a forked child
+    _stdio(out_fd, err_fd)
+    _reset_signals()
+    os.environ.update(environment)
+    _shell_pwd()
+    _as_target()
+    atexit._clear()
+    sys.argv = [""]
+    sys.path[:] = module_sys_path()
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    code = 0
+    try:
+        exec(compile(source, "<stdin>", "exec"), main.__dict__)
+    except SystemExit as exc:
+        code = _system_exit_code(exc)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            code = code or 120  # what Python exits with when flushing stdout fails
+    os._exit(code & 0xFF)
+
+
+def _stdio(out_fd: int, err_fd: int) -> None:
+    """fds 0-2 and `sys.std*` as a new interpreter with piped stdio has them."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    limit = min(os.sysconf("SC_OPEN_MAX"), 65536)
+    os.closerange(3, limit)
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", errors="strict"
+    )
+    stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+    sys.stdin = sys.__stdin__ = stdin  # type: ignore[misc]
+    sys.stdout = sys.__stdout__ = stdout  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = stderr  # type: ignore[misc]
+
+
+def _shell_pwd() -> None:
+    """`PWD` as `/bin/sh` exports it to the interpreter it starts: the working directory,
+    unless `PWD` already names that same directory."""
+    cwd = os.getcwd()
+    current = os.environ.get("PWD", "")
+    try:
+        same = bool(current) and os.path.isabs(current) and os.path.samefile(current, cwd)
+    except OSError:
+        same = False
+    if not same:
+        os.environ["PWD"] = cwd
+
+
+def _reset_signals() -> None:
+    for name in _RESET_SIGNALS:
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def _as_target() -> None:
+    """Undo what importing the controller did to `module_utils` (see the docstring)."""
+    from ansible.module_utils import _internal
+    from ansible.module_utils.common import warnings
+
+    _internal.is_controller = False
+    _internal.get_controller_serialize_map = dict
+    _internal.import_controller_module = lambda _name: None
+    for name in ("_global_warnings", "_global_deprecations"):
+        registry = getattr(warnings, name, None)
+        if isinstance(registry, dict):
+            registry.clear()
+
+
+def _system_exit_code(exc: SystemExit) -> int:
+    """The exit code Python gives `sys.exit(exc.code)`."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1

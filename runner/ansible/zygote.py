@@ -1,0 +1,557 @@
+"""The zygote: a warm process that forks one `ansible-playbook` per run.
+
+Started by the fast backend (`fast.py`) as `python -m runner.ansible.zygote --fd N`, one
+per operator (per distinct run environment, see `fastwire.zygote_key`). It imports and
+warms up what every run needs once — ansible-core's CLI, executor and plugin loaders with
+their documentation-derived configuration, the collection finder, `kubernetes` and the
+module_utils of the allow-listed collections — then waits on the control socket `N`:
+
+    operator -> zygote   {"op": "run", "id", "spec"}  + the run's terminal (SCM_RIGHTS)
+                         {"op": "cancel", "id"}
+    zygote -> operator   {"op": "ready", "pid", "seconds", "errors"}
+                         {"op": "started", "id", "pid"} | {"op": "failed", "id", "error"}
+                         {"op": "exited", "id", "status"}   (a waitpid status)
+
+`spec` is the run's `command` artifact, written by the backend as ansible-runner writes
+it: `{"command", "cwd", "env"}`. The child of a run does what ansible-runner's pexpect
+spawn and the `ansible-playbook` script would: a new session with the terminal as its
+controlling tty and stdio, SIGHUP ignored, the run's exact environment and working
+directory, then `PlaybookCLI.cli_executor(argv)` — so `awx_display` writes the job events
+and the backend reads them from the terminal exactly as ansible-runner does.
+
+Between the warm-up and a run, state that depends on the environment or on the output
+being a terminal is brought up to date in the child: the ansible constants whose
+variables differ from the zygote's (the roles path, the fact cache), a fresh local temp
+directory, the colour decision, the display's width and dedup sets, and the job-event
+context of `awx_display`. Nothing of one run reaches another: each is a fresh fork.
+
+The zygote itself stays single-threaded (it forks), reaps its children, kills a run's
+process group on cancel, and exits — killing every run — when the operator closes the
+socket or dies (it asks the kernel for SIGTERM on its parent's death).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import ctypes
+import errno
+import fcntl
+import gc
+import importlib
+import io
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import termios
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+from runner.ansible import fastwire, modexec, payloads
+
+__all__ = ["main", "warm_up"]
+
+PROFILE_ENV = "ANSIBLE_OPERATOR_ZYGOTE_PROFILE"
+"""A directory: each run writes a cProfile of its ansible-playbook there (diagnostics)."""
+_PR_SET_PDEATHSIG = 1
+_KILL_TIMEOUT = 5.0
+
+WARM_ACTIONS = (
+    "ansible.builtin.normal",
+    "ansible.builtin.debug",
+    "ansible.builtin.set_fact",
+    "ansible.builtin.set_stats",
+    "ansible.builtin.assert",
+    "ansible.builtin.fail",
+    "ansible.builtin.command",
+    "ansible.builtin.shell",
+    "ansible.builtin.copy",
+    "ansible.builtin.template",
+    "ansible.builtin.include_vars",
+    "ansible.builtin.gather_facts",
+    "kubernetes.core.k8s",
+    "kubernetes.core.k8s_info",
+)
+"""Action plugins resolved (imported, their configuration loaded) before any run."""
+
+WARM_MODULES = (
+    "ansible.builtin.command",
+    "ansible.builtin.copy",
+    "ansible.builtin.file",
+    "ansible.builtin.stat",
+    "ansible.builtin.setup",
+    "kubernetes.core.k8s",
+    "kubernetes.core.k8s_info",
+    "operator_sdk.util.k8s_status",
+    "operator_sdk.util.requeue_after",
+)
+"""Modules whose names are resolved before any run."""
+
+WARM_IMPORTS = (
+    "ansible.cli.playbook",
+    "ansible.executor.playbook_executor",
+    "ansible.executor.task_queue_manager",
+    "ansible.executor.task_executor",
+    "ansible.executor.process.worker",
+    "ansible.executor.module_common",
+    "ansible.plugins.strategy.linear",
+    "ansible.module_utils.basic",
+    "ansible.module_utils._internal._ansiballz._loader",
+    "ansible.module_utils._internal._json._profiles._module_legacy_c2m",
+    "ansible.module_utils._internal._json._profiles._module_legacy_m2c",
+    "ansible.module_utils._internal._json._profiles._module_modern_c2m",
+    "ansible.module_utils._internal._json._profiles._module_modern_m2c",
+    "encodings.cp437",
+    "kubernetes",
+    "kubernetes.client",
+    "kubernetes.config",
+    "kubernetes.dynamic",
+    "urllib3",
+    "yaml",
+)
+"""Python modules imported before any run (the ones behind the common tasks)."""
+
+WARM_COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
+"""Collections whose `module_utils` are imported before any run."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.ansible.zygote")
+    parser.add_argument("--fd", type=int, required=True, help="the control socket")
+    args = parser.parse_args(argv)
+    control = socket.socket(fileno=args.fd)
+    _die_with_parent(signal.SIGTERM)
+    # `-m` put the start directory first; a new interpreter has only the rest.
+    base_path = list(sys.path[1:])
+    scratch = tempfile.mkdtemp(prefix="ansible-operator-zygote-")
+    os.chdir(scratch)  # no ansible.cfg here, as in a run's empty project directory
+    started = time.monotonic()
+    # awx_display makes its event context when loaded: give it somewhere to write.
+    os.environ["AWX_ISOLATED_DATA_DIR"] = scratch
+    with _quiet():  # warnings of plugins that do not load are in `errors`
+        errors = warm_up()
+    del os.environ["AWX_ISOLATED_DATA_DIR"]
+    modexec.install(sys_path=base_path)
+    store = tempfile.mkdtemp(prefix="ansible-operator-payloads-")
+    atexit.register(shutil.rmtree, store, ignore_errors=True)
+    payloads.install(store)
+    os.chdir("/")
+    shutil.rmtree(scratch, ignore_errors=True)
+    gc.collect()
+    gc.freeze()  # the warm heap stays shared with the children (copy-on-write)
+    zygote = _Zygote(control, base_path=base_path)
+    zygote.send(
+        {
+            "op": "ready",
+            "pid": os.getpid(),
+            "seconds": round(time.monotonic() - started, 3),
+            "errors": errors,
+        }
+    )
+    return zygote.serve()
+
+
+def warm_up() -> list[str]:
+    """Import and resolve what runs need; returns what failed (warm-up is best effort)."""
+    errors: list[str] = []
+
+    def attempt(label: str, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except Exception as exc:
+            errors.append(f"{label}: {type(exc).__name__}: {exc}")
+
+    for name in WARM_IMPORTS:
+        attempt(name, lambda name=name: importlib.import_module(name))  # type: ignore[misc]
+    from ansible.plugins import loader
+
+    loader.init_plugin_loader([])
+    for plugins in (
+        loader.connection_loader,
+        loader.shell_loader,
+        loader.become_loader,
+        loader.callback_loader,
+        loader.inventory_loader,
+        loader.vars_loader,
+        loader.cache_loader,
+        loader.lookup_loader,
+        loader.filter_loader,
+        loader.test_loader,
+    ):
+        attempt(plugins.package, lambda plugins=plugins: list(plugins.all(class_only=True)))  # type: ignore[misc]
+    attempt("strategy linear", lambda: loader.strategy_loader.get("linear", class_only=True))
+    for name in WARM_ACTIONS:
+        attempt(name, lambda name=name: loader.action_loader.get(name, class_only=True))  # type: ignore[misc]
+    for name in WARM_MODULES:
+        attempt(name, lambda name=name: loader.module_loader.find_plugin_with_context(name))  # type: ignore[misc]
+    for collection in WARM_COLLECTIONS:
+        errors += _import_module_utils(collection)
+    return errors
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """stdout and stderr to /dev/null (the fds: Ansible's display writes to them)."""
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+def _import_module_utils(collection: str) -> list[str]:
+    package = f"ansible_collections.{collection}.plugins.module_utils"
+    try:
+        spec = importlib.util.find_spec(package)
+    except ImportError as exc:
+        return [f"{package}: {exc}"]
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    errors = []
+    for root in spec.submodule_search_locations:
+        for path in sorted(Path(root).rglob("*.py")):
+            relative = path.relative_to(root).with_suffix("")
+            parts = [part for part in relative.parts if part != "__init__"]
+            name = ".".join([package, *parts])
+            try:
+                importlib.import_module(name)
+            except Exception as exc:
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+    return errors
+
+
+class _Zygote:
+    """The serving loop: fork runs, forward cancels, report exits."""
+
+    def __init__(self, control: socket.socket, *, base_path: list[str]) -> None:
+        self._control = control
+        self._base_path = base_path
+        self._children: dict[int, str] = {}  # pid -> run id
+        self._wakeup_read, self._wakeup_write = os.pipe()
+        self._stopping = False
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        try:
+            self._control.send(fastwire.encode(message))
+        except OSError:
+            self._stopping = True  # the operator is gone
+
+    def serve(self) -> int:
+        for fd in (self._wakeup_read, self._wakeup_write):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(self._wakeup_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the operator's Ctrl-C is the operator's
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._control, selectors.EVENT_READ)
+            selector.register(self._wakeup_read, selectors.EVENT_READ)
+            while not self._stopping:
+                for key, _ in selector.select(timeout=1.0):
+                    if key.fd == self._wakeup_read:
+                        self._drain_wakeups()
+                    else:
+                        self._receive()
+                self._reap()
+        self._kill_all()
+        return 0
+
+    def _on_term(self, *_: object) -> None:
+        self._stopping = True
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self._wakeup_read, 512):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _receive(self) -> None:
+        try:
+            data, fds, _, _ = socket.recv_fds(self._control, fastwire.MAX_MESSAGE, 4)
+        except InterruptedError:
+            return
+        except OSError:
+            data, fds = b"", []
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            self._stopping = True
+            return
+        try:
+            message = fastwire.decode(data)
+        except ValueError as exc:
+            for fd in fds:
+                os.close(fd)
+            print(f"zygote: bad control message: {exc}", file=sys.stderr)
+            return
+        if message.get("op") == "run":
+            self._start(message, fds)
+        elif message.get("op") == "cancel":
+            for fd in fds:
+                os.close(fd)
+            self._cancel(str(message.get("id")))
+
+    def _start(self, message: Mapping[str, Any], fds: list[int]) -> None:
+        run_id = str(message.get("id"))
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            self.send({"op": "failed", "id": run_id, "error": "a run needs one terminal"})
+            return
+        (tty,) = fds
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            os.close(tty)
+            self.send({"op": "failed", "id": run_id, "error": f"cannot fork: {exc}"})
+            return
+        if pid == 0:  # pragma: no cover - the child ends in os._exit
+            try:
+                signal.set_wakeup_fd(-1)
+                _run_child(str(message.get("spec")), tty, base_path=self._base_path)
+            finally:
+                os._exit(1)
+        os.close(tty)
+        self._children[pid] = run_id
+        self.send({"op": "started", "id": run_id, "pid": pid})
+
+    def _cancel(self, run_id: str) -> None:
+        for pid, child_id in self._children.items():
+            if child_id == run_id:
+                _kill_group(pid)
+
+    def _reap(self) -> None:
+        while self._children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            run_id = self._children.pop(pid, None)
+            if run_id is not None:
+                self.send({"op": "exited", "id": run_id, "status": status})
+
+    def _kill_all(self) -> None:
+        for pid in list(self._children):
+            _kill_group(pid)
+        deadline = time.monotonic() + _KILL_TIMEOUT
+        while self._children and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.01)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the run's process group, as ansible-runner's `handle_termination` does."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _die_with_parent(signum: int) -> None:
+    """Ask Linux to send `signum` when the parent process exits (best effort)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+# -- the child of one run ---------------------------------------------------------------
+
+
+def _run_child(spec_path: str, tty: int, *, base_path: list[str]) -> NoReturn:  # pragma: no cover
+    _terminal(tty)
+    if not modexec.sources_unchanged():
+        os._exit(fastwire.STALE_EXIT)  # a collection was edited: the warm imports are old
+    code = 1
+    try:
+        with open(spec_path, encoding="utf-8") as handle:
+            spec = json.load(handle)
+        program = str(Path(sys.executable).parent / "ansible-playbook")
+        argv = fastwire.playbook_argv(spec["command"], program=program)
+        _enter(spec["env"], spec["cwd"])
+        sys.argv = argv
+        sys.path[:] = [os.path.dirname(program), *base_path]
+        atexit._clear()  # the zygote's handlers are the zygote's
+        code = _playbook(argv)
+    except BaseException:
+        traceback.print_exc()
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    os._exit(code & 0xFF)
+
+
+def _terminal(tty: int) -> None:
+    """What `pty.fork()` and pexpect's `ignore_sighup` give ansible-playbook."""
+    os.setsid()
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(tty, termios.TIOCSCTTY, 0)
+    for target in (0, 1, 2):
+        os.dup2(tty, target)
+    os.closerange(3, min(os.sysconf("SC_OPEN_MAX"), 65536))
+    for name in ("SIGTERM", "SIGCHLD", "SIGINT", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    _die_with_parent(signal.SIGKILL)
+
+
+def _enter(env: Mapping[str, str], cwd: str) -> None:
+    """The run's environment, directory, and the warm state that depends on them."""
+    from ansible import constants
+    from ansible.utils.display import Display, _synchronize_textiowrapper
+
+    # Python's start-up adds LC_CTYPE=C.UTF-8 to its environment under the C locale (PEP
+    # 538): the zygote's start-up did what ansible-playbook's would have done.
+    coerced = os.environ.get("LC_CTYPE") if "LC_CTYPE" not in env else None
+    changed = {key for key in set(env) | set(os.environ) if env.get(key) != os.environ.get(key)}
+    os.environ.clear()
+    os.environ.update(env)
+    if coerced is not None:
+        os.environ["LC_CTYPE"] = coerced
+        changed.discard("LC_CTYPE")
+    os.chdir(cwd)
+    _refresh_constants(constants, changed)
+    display = Display()
+    sys.stdin, sys.stdout, sys.stderr = _tty_stdio()
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+    for stream in (sys.stdout, sys.stderr):
+        _synchronize_textiowrapper(stream, display._lock)
+    display._set_column_width()
+    for seen in (display._deprecations, display._warns, display._errors):
+        seen.clear()
+    importlib.reload(importlib.import_module("ansible.utils.color"))  # stdout is a tty now
+    _fresh_event_context()
+    # CLI.run installs the collection finder again; the zygote's is the same one.
+    warnings.filterwarnings("ignore", message="AnsibleCollectionFinder has already been configured")
+
+
+def _refresh_constants(constants: Any, changed: Iterable[str]) -> None:
+    """Recompute the constants read from `changed` variables, and the local temp dir.
+
+    `DEFAULT_LOCAL_TMP` is created when it is computed: each run gets its own, removed at
+    its exit, as each ansible-playbook process does.
+    """
+    changed = set(changed)
+    config = constants.config
+    for setting, definition in config.get_configuration_definitions().items():
+        names = {entry.get("name") for entry in definition.get("env") or ()}
+        if setting == "DEFAULT_LOCAL_TMP" or names & changed:
+            value = config.get_config_value(setting, variables=vars(constants))
+            constants.set_constant(setting, value)
+
+
+def _tty_stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
+    """`sys.std*` as Python makes them for a terminal, with the display's error handler."""
+    errors = "_replacing_warning_handler"
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+        encoding="utf-8",
+        errors=errors,
+        line_buffering=True,
+    )
+    stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors=errors,
+        line_buffering=True,
+    )
+    return stdin, stdout, stderr
+
+
+def _fresh_event_context() -> None:
+    """`awx_display` reads the run's artifact directory when its event context is made."""
+    for module in list(sys.modules.values()):
+        context_type = getattr(module, "EventContext", None)
+        if context_type is not None and hasattr(module, "event_context"):
+            file = getattr(module, "__file__", "") or ""
+            if file.endswith("awx_display.py"):
+                vars(module)["event_context"] = context_type()
+
+
+def _playbook(argv: list[str]) -> int:
+    from ansible.cli.playbook import PlaybookCLI
+
+    profile_dir = os.environ.get(PROFILE_ENV)
+    profiler = None
+    if profile_dir:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        _profile_workers(profile_dir)
+    try:
+        PlaybookCLI.cli_executor(argv)
+    except SystemExit as exc:
+        if profiler is not None and profile_dir:
+            profiler.disable()
+            profiler.dump_stats(os.path.join(profile_dir, f"run-{os.getpid()}.prof"))
+        if exc.code is None:
+            return 0
+        if isinstance(exc.code, int):
+            return exc.code
+        print(exc.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _profile_workers(profile_dir: str) -> None:
+    """Diagnostics: each task's worker process writes its own profile too."""
+    import cProfile
+
+    from ansible.executor.process.worker import WorkerProcess
+
+    real = WorkerProcess._run
+
+    def profiled(self: Any) -> Any:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            return real(self)
+        finally:
+            profiler.disable()
+            profiler.dump_stats(os.path.join(profile_dir, f"worker-{os.getpid()}.prof"))
+
+    WorkerProcess._run = profiled
+
+
+if __name__ == "__main__":  # pragma: no cover
+    try:
+        sys.exit(main())
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        sys.exit(0)

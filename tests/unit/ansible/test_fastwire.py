@@ -1,0 +1,207 @@
+"""runner.ansible.fastwire: what the fast backend's processes agree on (pure parts)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any
+
+import pytest
+
+from runner.ansible.fastwire import (
+    MAX_MESSAGE,
+    PER_RUN_ENV,
+    ModuleCommand,
+    WrapperArgs,
+    decode,
+    encode,
+    exit_code,
+    in_process_allowed,
+    parse_module_command,
+    parse_wrapper,
+    playbook_argv,
+    zygote_env,
+    zygote_key,
+)
+
+PYTHON = "/opt/venv/bin/python3"
+K8S = "ansible_collections.kubernetes.core.plugins.modules.k8s"
+
+
+def wrapper(**args: Any) -> bytes:
+    """An AnsiballZ wrapper as `module_common._find_module_utils` writes one."""
+    code = "def _ansiballz_main(**kwargs):\n    pass\n"
+    args_string = "\n".join(f"{key}={value!r}," for key, value in args.items())
+    return (
+        f'{code}\n\nif __name__ == "__main__":\n    _ansiballz_main(\n{args_string}\n)\n'
+    ).encode()
+
+
+def shell(inner: str) -> str:
+    return f"/bin/sh -c {shlex.quote(inner)}"
+
+
+def test_messages_round_trip() -> None:
+    message = {"op": "run", "id": "123", "spec": "/x/artifacts/123/command"}
+    assert decode(encode(message)) == message
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"[1, 2]", id="not-an-object"),
+        pytest.param(b"{", id="truncated"),
+        pytest.param(b"\xff", id="not-utf8"),
+    ],
+)
+def test_bad_messages_are_value_errors(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        decode(data)
+
+
+def test_oversized_message_is_refused() -> None:
+    with pytest.raises(ValueError, match="larger than"):
+        encode({"blob": "x" * MAX_MESSAGE})
+
+
+def test_zygote_env_drops_what_changes_per_run() -> None:
+    run = {key: "per-run" for key in PER_RUN_ENV} | {"PATH": "/bin", "ANSIBLE_GATHERING": "x"}
+    assert zygote_env(run) == {"PATH": "/bin", "ANSIBLE_GATHERING": "x"}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "shared"),
+    [
+        pytest.param(
+            {"PATH": "/bin", "KUBECONFIG": "/a/kubeconfig", "ANSIBLE_ROLES_PATH": "/a/"},
+            {"PATH": "/bin", "KUBECONFIG": "/b/kubeconfig", "ANSIBLE_ROLES_PATH": "/b/"},
+            True,
+            id="per-run-variables-differ",
+        ),
+        pytest.param(
+            {"PATH": "/bin", "AWX_ISOLATED_DATA_DIR": "/a/artifacts/1"},
+            {"PATH": "/bin"},
+            True,
+            id="per-run-variable-missing",
+        ),
+        pytest.param(
+            {"ANSIBLE_COLLECTIONS_PATH": "/a"},
+            {"ANSIBLE_COLLECTIONS_PATH": "/b"},
+            False,
+            id="collections-path-differs",
+        ),
+        pytest.param({"X": "1"}, {"X": "1", "Y": "2"}, False, id="extra-variable"),
+    ],
+)
+def test_zygote_key(first: dict[str, str], second: dict[str, str], shared: bool) -> None:
+    assert (zygote_key(first) == zygote_key(second)) is shared
+
+
+def test_playbook_argv_runs_this_interpreters_ansible_playbook() -> None:
+    command = ["ansible-playbook", "-i", "/d/inventory", "-e", "@/d/env/extravars", "-vv", "p.yml"]
+    argv = playbook_argv(command, program="/venv/bin/ansible-playbook")
+    assert argv == ["/venv/bin/ansible-playbook", *command[1:]]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [pytest.param([], id="empty"), pytest.param(["ansible", "-m", "ping"], id="ad-hoc")],
+)
+def test_playbook_argv_refuses_other_commands(command: list[str]) -> None:
+    with pytest.raises(ValueError):
+        playbook_argv(command, program="/venv/bin/ansible-playbook")
+
+
+@pytest.mark.parametrize(
+    ("cmd", "expected"),
+    [
+        pytest.param(
+            shell(f"{PYTHON} && sleep 0"), ModuleCommand(PYTHON, {}), id="pipelined-module"
+        ),
+        pytest.param(
+            shell(f"FOO=bar QUOTED='a b' {PYTHON} && sleep 0"),
+            ModuleCommand(PYTHON, {"FOO": "bar", "QUOTED": "a b"}),
+            id="task-environment",
+        ),
+        pytest.param(shell(f"FOO=$HOME {PYTHON} && sleep 0"), None, id="shell-expansion"),
+        pytest.param(shell(f"FOO=~ {PYTHON} && sleep 0"), None, id="tilde-expansion"),
+        pytest.param(shell(f"{PYTHON}  && sleep 0"), None, id="not-as-ansible-writes-it"),
+        pytest.param(shell(f"{PYTHON} && sleep 1"), None, id="other-suffix"),
+        pytest.param(shell(f"{PYTHON}"), None, id="no-suffix"),
+        pytest.param(shell("python3 && sleep 0"), None, id="relative-interpreter"),
+        pytest.param(shell(f"{PYTHON} /tmp/AnsiballZ_k8s.py && sleep 0"), None, id="script"),
+        pytest.param(shell(f"{PYTHON} > /dev/null && sleep 0"), None, id="redirection"),
+        pytest.param(shell(f"sudo -H -S -n -u root {PYTHON} && sleep 0"), None, id="become"),
+        pytest.param(shell("echo ~ && sleep 0"), None, id="shell-command"),
+        pytest.param(f"/bin/bash -c '{PYTHON} && sleep 0'", None, id="other-executable"),
+        pytest.param(f"/bin/sh -c '{PYTHON} && sleep 0", None, id="bad-quoting"),
+        pytest.param([PYTHON], None, id="not-a-string"),
+    ],
+)
+def test_parse_module_command(cmd: object, expected: ModuleCommand | None) -> None:
+    assert parse_module_command(cmd, executable="/bin/sh") == expected
+
+
+def test_parse_wrapper_finds_the_module_and_its_payload() -> None:
+    source = wrapper(
+        ansible_module="k8s",
+        module_fqn=K8S,
+        profile="legacy",
+        params='{"ANSIBLE_MODULE_ARGS": {}}',
+        zip_data="UEsDBA==",
+    )
+    parsed = parse_wrapper(source)
+    assert parsed == WrapperArgs(module_fqn=K8S, zip_data="UEsDBA==")
+    assert parsed.module_member == "ansible_collections/kubernetes/core/plugins/modules/k8s.py"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(b"print('not a wrapper')\n", id="no-main-call"),
+        pytest.param(wrapper(module_fqn=K8S), id="no-payload"),
+        pytest.param(wrapper(zip_data="UEsDBA=="), id="no-module"),
+        pytest.param(
+            wrapper(module_fqn=K8S, zip_data="UEsDBA==").replace(b"'UEsDBA=='", b"data()"),
+            id="not-a-literal",
+        ),
+        pytest.param(wrapper(module_fqn=K8S, zip_data="x")[:-10], id="truncated"),
+    ],
+)
+def test_parse_wrapper_rejects_what_it_does_not_understand(source: bytes) -> None:
+    assert parse_wrapper(source) is None
+
+
+@pytest.mark.parametrize(
+    ("fqn", "allowed"),
+    [
+        pytest.param(K8S, True, id="kubernetes.core"),
+        pytest.param(
+            "ansible_collections.kubernetes.core.plugins.modules.k8s_info", True, id="info"
+        ),
+        pytest.param(
+            "ansible_collections.operator_sdk.util.plugins.modules.k8s_status", True, id="osdk"
+        ),
+        pytest.param("ansible.modules.command", True, id="builtin"),
+        pytest.param("ansible.legacy.requeue_after", False, id="library-module"),
+        pytest.param("ansible_collections.community.general.plugins.modules.x", False, id="other"),
+        pytest.param("ansible.modules.a-b", False, id="not-an-identifier"),
+        pytest.param("ansible.modulesx.command", False, id="prefix-only"),
+    ],
+)
+def test_in_process_allow_list(fqn: str, allowed: bool) -> None:
+    assert in_process_allowed(fqn) is allowed
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        pytest.param(0, 0, id="success"),
+        pytest.param(2 << 8, 2, id="failure"),
+        pytest.param(9, None, id="killed"),
+    ],
+)
+def test_exit_code(status: int, expected: int | None) -> None:
+    assert exit_code(status) == expected
+    if expected is not None:
+        assert os.waitstatus_to_exitcode(status) == expected
