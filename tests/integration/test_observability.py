@@ -235,3 +235,44 @@ def test_leader_election_failover(
     wait_for(lambda: "became the leader" in third.log(), timeout=30, message="handover")
     handover = time.monotonic() - stopped
     print(f"handover after SIGTERM: {handover:.1f} s")
+
+
+def test_secure_metrics_require_an_allowed_token(
+    start: Callable[..., OperatorProcess], kinds: dict[str, Any], kubeconfig: Path
+) -> None:
+    import ssl
+
+    import yaml
+
+    port = free_port()
+    proc = start(
+        "Observed",
+        QUIET_ROLE,
+        "--metrics-bind-address",
+        f"127.0.0.1:{port}",
+        "--metrics-secure",
+        "--metrics-require-rbac",
+    )
+    url = f"https://127.0.0.1:{port}/metrics"
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE  # the certificate is self-signed
+
+    def get(token: str | None) -> int:
+        request = urllib.request.Request(url)
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=insecure) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as err:
+            return int(err.code)
+        except OSError:
+            return 0
+
+    wait_for(lambda: get(None) != 0, timeout=30, message="metrics served over HTTPS")
+    assert get(None) == 401
+    assert get("not-a-token") == 403
+    admin = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+    assert get(admin) == 200
+    assert proc.running()
