@@ -68,6 +68,7 @@ class Controller:
             settings=settings,
             read=self.informer.get,
             events=events,
+            edits=lambda: self.edits,
         )
         self._global_limit = global_limit
         self._tasks: list[asyncio.Task[None]] = []
@@ -75,6 +76,9 @@ class Controller:
         self._running.set()
         self.active = 0
         self.reconciles = 0
+        self.edits = 0  # edits of the role/playbook files seen by live reload
+        self._checking = False  # an edit is waiting for the reloader's check
+        self._paused: str | None = None  # why runs are held (a broken file)
 
     def _on_event(self, event: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
         if self._operator_metrics is not None:
@@ -102,17 +106,34 @@ class Controller:
     async def wait_synced(self) -> None:
         await self.informer.synced.wait()
 
+    def note_edit(self) -> None:
+        """A file the runs read just changed (live reload): hold new runs until the
+        reloader has checked it (`checked`), and let runs in flight know (the reconciler
+        compares `edits` before and after a run)."""
+        self.edits += 1
+        self._checking = True
+        self._running.clear()
+
+    def checked(self) -> None:
+        """The reloader has checked the edits noted so far; `pause` may follow."""
+        self._checking = False
+        if self._paused is None:
+            self._running.set()
+
     def pause(self, reason: str) -> None:
         """Hold new reconciles (runs in flight finish) until `resume`: a role being edited
         is broken, and running it would only turn every CR to Failure."""
-        if self._running.is_set():
+        if self._paused is None:
             log.warning("%s: reconciles paused: %s", self.name, reason)
+        self._paused = reason
         self._running.clear()
 
     def resume(self) -> None:
-        if not self._running.is_set():
+        if self._paused is not None:
             log.info("%s: reconciles resumed", self.name)
-        self._running.set()
+        self._paused = None
+        if not self._checking:
+            self._running.set()
 
     async def _worker(self) -> None:
         while True:

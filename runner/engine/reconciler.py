@@ -136,8 +136,11 @@ class Reconciler:
         settings: RunSettings,
         read: Reader,
         events: EventRecorder | None = None,
+        edits: Callable[[], int] = lambda: 0,
     ) -> None:
         self.watch = watch
+        # Counts edits of the watch's role/playbook files (live reload); see `_edited`.
+        self._edits = edits
         self._client = client
         self._backend = backend
         self._settings = settings
@@ -172,6 +175,7 @@ class Reconciler:
             self._log_end(key, started, "error", reason)
             return Outcome(error=reason)
 
+        edits = self._edits()
         if self.watch.manage_status:
             await self._write_status(key, lambda st: conditions.running(st, now=_now()))
 
@@ -185,11 +189,15 @@ class Reconciler:
             result = await self._backend.run(self._request(obj, per_cr, deleting=deleting))
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
+            if await self._edited(key, obj, edits, message):
+                return Outcome()
             await self._write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", redact_text(message))
             self._log_end(key, started, "error", message)
             return Outcome(error=message)
 
+        if result.error is not None and await self._edited(key, obj, edits, result.error):
+            return Outcome()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
         if outcome.error is not None:
             await self._event(obj, "Warning", "ReconcileFailed", redact_text(outcome.error))
@@ -289,6 +297,30 @@ class Reconciler:
         if result.requeue_after is not None:
             return Outcome(requeue_after=result.requeue_after)
         return Outcome(requeue_after=per_cr.period if per_cr.period > 0 else None)
+
+    async def _edited(
+        self, key: NamespacedName, obj: Mapping[str, Any], edits: int, message: str
+    ) -> bool:
+        """True when a run that could not start (no stats) had its role edited under it.
+
+        Then the status goes back to what it was before the run: the reloader checks the
+        edit and reconciles every CR again once it is good, so a half-saved file never
+        turns CRs to Failure."""
+        if self._edits() == edits:
+            return False
+        before = obj.get("status")
+        await self._write_status(
+            key,
+            lambda st: conditions.restored(st, before if isinstance(before, Mapping) else None),
+        )
+        log.warning(
+            "reconcile %s %s: role edited during the run, status kept until the edit is "
+            "reloaded: %s",
+            self.watch.gvk.kind,
+            key,
+            redact_text(message),
+        )
+        return True
 
     async def _event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
         if self._events is not None:

@@ -3,7 +3,10 @@
 One watchdog observer watches watches.yaml, every role and playbook the watches use, the
 roles path and the user's collections path. Its events (from watchdog's thread) are
 moved onto the event loop, filtered (editor swap files, `__pycache__`, `.git`,
-artifacts) and debounced, so an editor's burst of writes is one reload. Then:
+artifacts) and debounced, so an editor's burst of writes is one reload. From the first
+event until the batch is checked, the watches using the file start no new run, and a run
+already in flight that fails to start (it read the file half-saved) puts the CR's status
+back as it was. Then:
 
 - a role/playbook file changed: it is checked first (YAML parses; a playbook passes
   `ansible-playbook --syntax-check`). Broken: reported once, with file, line and message,
@@ -149,6 +152,7 @@ class Reloader:
         self._environ = environ
         self._watches = tuple(c.watch for c in manager.controllers)
         self._pending: set[Path] = set()
+        self._held: set[GVK] = set()  # watches holding runs until the pending batch is checked
         self._timer: asyncio.TimerHandle | None = None
         self._broken: dict[Path, str] = {}  # file -> the error reported for it
         self._observer: Observer | None = None  # type: ignore[valid-type]
@@ -185,6 +189,14 @@ class Reloader:
         return sorted(r for r in roots if not any(o != r and o in r.parents for o in roots))
 
     def _changed(self, path: Path) -> None:
+        # The file may be half-saved: hold new runs of the watches using it until the
+        # batch is checked, and tell runs in flight now, not after the debounce, so that
+        # such a run keeps the CR's status (see the reconciler).
+        for gvk in affected(path, self._watches, self._shared):
+            controller = self._manager.controller(gvk)
+            if controller is not None:
+                controller.note_edit()
+                self._held.add(gvk)
         self._pending.add(path)
         if self._timer is not None:
             self._timer.cancel()
@@ -194,9 +206,19 @@ class Reloader:
     def _flush(self) -> None:
         self._timer = None
         batch, self._pending = self._pending, set()
-        task = asyncio.create_task(self.apply(batch))
+        held, self._held = self._held, set()
+        task = asyncio.create_task(self._apply_and_release(batch, held))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _apply_and_release(self, paths: set[Path], held: set[GVK]) -> None:
+        try:
+            await self.apply(paths)
+        finally:
+            for gvk in held - self._held:  # not edited again meanwhile
+                controller = self._manager.controller(gvk)
+                if controller is not None:
+                    controller.checked()
 
     async def apply(self, paths: set[Path]) -> None:
         """Handle one debounced batch of changed paths."""

@@ -143,6 +143,12 @@ def succeeded(
     return _with_conditions(status, conds)
 
 
+def restored(status: Mapping[str, Any] | None, before: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`status` with the conditions it had in `before`: a run that never really started
+    (its role was being edited) leaves no trace, while what the role wrote stays."""
+    return _with_conditions(status, _conditions(before))
+
+
 def failed(
     status: Mapping[str, Any] | None,
     *,

@@ -72,9 +72,24 @@ def test_live_reload(
         tasks.write_text(role("v2"))
         wait_for(lambda: output("one") == "v2", timeout=60, message="role edit applied")
 
-        # A broken edit is reported once with file and line, and nothing runs.
+        # A broken edit is reported once with file and line, and nothing runs after it.
+        # The save lands just as a run starts (a spec change): that run reads the file
+        # half-way through its edit, and the CR keeps its last good status.
+        def settled() -> bool:
+            cr = kinds["Reloaded"].get(name="one", namespace=namespace)
+            cond = condition(cr, "Running")
+            return cond is not None and cond.get("reason") == "Successful"
+
+        wait_for(settled, timeout=60, message="v2 run finished")
         time.sleep(1)
-        before = runs()
+        started = runs()
+        kinds["Reloaded"].patch(
+            body={"spec": {"touch": "1"}},
+            name="one",
+            namespace=namespace,
+            content_type="application/merge-patch+json",
+        )
+        wait_for(lambda: runs() > started, timeout=60, message="run started")
         tasks.write_text("- name: broken\n  debug: [unclosed\n")
         wait_for(
             lambda: "not reloading, fix this first" in proc.log(),
@@ -82,6 +97,8 @@ def test_live_reload(
             message="broken role reported",
         )
         assert f"{tasks}:" in proc.log()
+        wait_for(settled, timeout=60, message="the run in flight ended")
+        before = runs()
         time.sleep(3)
         assert runs() == before
         cond = condition(kinds["Reloaded"].get(name="one", namespace=namespace), "Successful")

@@ -15,6 +15,7 @@ from runner.status.conditions import (
     format_completion,
     format_time,
     get_condition,
+    restored,
     running,
     succeeded,
 )
@@ -421,3 +422,17 @@ def test_condition_key_order_matches_original_json() -> None:
         "reason",
         "message",
     ]
+
+
+def test_restored_undoes_the_running_write_and_keeps_what_the_role_wrote() -> None:
+    before = st(awaiting_c("True", OLD, RESULT_DICT), successful_c("True", OLD))
+    during = {**do_running(before), "custom": {"written": "by the role"}}
+    assert get_condition(during, "Successful") is not None
+    back = restored(during, before)
+    assert back["conditions"] == before["conditions"]
+    assert back["custom"] == {"written": "by the role"}
+    assert back["conditions"] is not before["conditions"]  # a copy, not the cached object
+
+
+def test_restored_to_no_status_drops_the_conditions() -> None:
+    assert restored(do_running(None), None) == {"conditions": []}
