@@ -25,4 +25,4 @@ The operator runs in the foreground (Ctrl-C stops it). In another shell:
 MSG
 export ANSIBLE_OPERATOR_RELOAD="${ANSIBLE_OPERATOR_RELOAD:-1}"
 exec "$operator" run --watches-file ./watches.yaml --zap-encoder console \
-  --metrics-bind-address 127.0.0.1:8443 --health-probe-bind-address 127.0.0.1:6789 "$@"
+  --proxy-port 0 --metrics-bind-address 127.0.0.1:8443 --health-probe-bind-address 127.0.0.1:6789 "$@"

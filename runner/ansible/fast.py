@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import select
+import shutil
 import socket
 import stat
 import struct
@@ -219,12 +220,13 @@ class FastBackend(RunnerBackend):
             if time.monotonic() < self._failed_until:
                 return None
             zygote = self._zygotes.get(key)
+            retired = []
             if zygote is None or not zygote.alive:
+                if zygote is not None:
+                    retired.append(zygote)  # dead: reap it and remove its directory
                 zygote = _Zygote(self._python, fastwire.zygote_env(env), logger=self._logger)
                 self._zygotes[key] = zygote
-                retired = self._retire(keep=key)
-            else:
-                retired = []
+                retired += self._retire(keep=key)
             zygote.last_used = time.monotonic()
         for old in retired:
             threading.Thread(target=old.close, name="zygote-close", daemon=True).start()
@@ -304,9 +306,13 @@ class _Zygote:
         # The zygote asks for SIGTERM when the thread starting it ends (PR_SET_PDEATHSIG
         # follows the thread): the event loop's, or a backend worker thread, both of which
         # live until the backend is closed.
+        self._store = tempfile.mkdtemp(prefix="ansible-operator-zygote-")
         try:
             self._process = subprocess.Popen(
-                [python, "-m", "runner.ansible.zygote", "--fd", str(theirs.fileno())],
+                [
+                    *(python, "-m", "runner.ansible.zygote"),
+                    *("--fd", str(theirs.fileno()), "--store", self._store),
+                ],
                 env=dict(env),
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
@@ -314,6 +320,7 @@ class _Zygote:
             )
         except OSError:
             ours.close()
+            shutil.rmtree(self._store, ignore_errors=True)
             raise
         finally:
             theirs.close()
@@ -392,6 +399,7 @@ class _Zygote:
             self._process.wait()
         self._reader.join(timeout=10)
         self._socket.close()
+        shutil.rmtree(self._store, ignore_errors=True)
 
     def _read(self) -> None:
         while True:

@@ -1,6 +1,7 @@
 """The zygote: a warm process that forks one `ansible-playbook` per run.
 
-Started by the fast backend (`fast.py`) as `python -m runner.ansible.zygote --fd N`, one
+Started by the fast backend (`fast.py`) as `python -m runner.ansible.zygote --fd N --store
+DIR` (DIR: its private directory, for the payload store; the backend removes it), one
 per operator (per distinct run environment, see `fastwire.zygote_key`). It imports and
 warms up what every run needs once — ansible-core's CLI, executor and plugin loaders with
 their documentation-derived configuration, the collection finder, `kubernetes` and the
@@ -128,12 +129,15 @@ WARM_COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.ansible.zygote")
     parser.add_argument("--fd", type=int, required=True, help="the control socket")
+    parser.add_argument(
+        "--store", required=True, help="a private directory, removed by the backend at the end"
+    )
     args = parser.parse_args(argv)
     control = socket.socket(fileno=args.fd)
     _die_with_parent(signal.SIGTERM)
     # `-m` put the start directory first; a new interpreter has only the rest.
     base_path = list(sys.path[1:])
-    scratch = tempfile.mkdtemp(prefix="ansible-operator-zygote-")
+    scratch = tempfile.mkdtemp(prefix="warm-up-", dir=args.store)
     os.chdir(scratch)  # no ansible.cfg here, as in a run's empty project directory
     started = time.monotonic()
     # awx_display makes its event context when loaded: give it somewhere to write.
@@ -142,9 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         errors = warm_up()
     del os.environ["AWX_ISOLATED_DATA_DIR"]
     modexec.install(sys_path=base_path)
-    store = tempfile.mkdtemp(prefix="ansible-operator-payloads-")
-    atexit.register(shutil.rmtree, store, ignore_errors=True)
-    payloads.install(store)
+    payloads.install(os.path.join(args.store, "payloads"))
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()
