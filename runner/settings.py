@@ -80,10 +80,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ansible.add_argument(
         "--ansible-backend",
-        default="runner",
+        default="fast",
         choices=("runner", "fast"),
-        help="how runs are started: ansible-runner per run, or forks of a warm Ansible "
-        "process with Kubernetes modules run in-process (see docs/fast-backend.md)",
+        help="how runs are started: forks of a warm Ansible process with Kubernetes "
+        "modules run in-process (fast, the default), or ansible-runner per run as the Go "
+        "operator does (runner); both write the same artifacts (see docs/fast-backend.md)",
     )
     ansible.add_argument("--ansible-roles-path", default="", help="sets ANSIBLE_ROLES_PATH")
     ansible.add_argument(
