@@ -19,7 +19,13 @@ import time
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 
 from runner import __version__
 from runner.structs import GVK
@@ -32,6 +38,8 @@ class OperatorMetrics:
     """Every metric of the operator, in `registry`."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, commit: str = "") -> None:
+        # The original's Go client exports no `<name>_created` series; neither do we.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
         Gauge(

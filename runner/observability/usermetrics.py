@@ -7,24 +7,62 @@ in the operator's registry, with no name prefix and default buckets, and exporte
 operator's other metrics. Rules, from the original: one metric type per request; a counter
 cannot go down; a name keeps its first type; gauge operations are taken in the order
 increment > decrement > add > subtract > set > set_to_current_time (the original ignored
-`set: 0` — here 0 is a value like any other).
+`set: 0` — here 0 is a value like any other). A counter is exported under exactly the
+name the role gave, as the original's Go client does: prometheus-client would add
+`_total` to `things` (and did, to a name already ending in it, nothing).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+import re
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
+from prometheus_client import CollectorRegistry, Gauge, Histogram, Summary
+from prometheus_client.metrics_core import Metric as MetricFamily
+from prometheus_client.registry import Collector
 
 log = logging.getLogger("ansible-operator.usermetrics")
 
 ADDRESS_ENV = "ANSIBLE_OPERATOR_USER_METRICS_ADDRESS"
 _TYPES = ("counter", "gauge", "histogram", "summary")
 _GAUGE_ORDER = ("increment", "decrement", "add", "subtract", "set", "set_to_current_time")
+
+_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+
+
+class Counter(Collector):
+    """A counter exported as `name` exactly: typed `counter` when the name ends in
+    `_total` (the only spelling the text format allows a counter), untyped otherwise,
+    which is how Prometheus reads the original's `# TYPE name counter` without `_total`
+    anyway. Same value either way."""
+
+    def __init__(self, name: str, documentation: str, *, registry: CollectorRegistry) -> None:
+        if not _NAME.match(name):
+            raise ValueError(f"invalid metric name {name!r}")
+        self._name = name
+        self._documentation = documentation
+        self._value = 0.0
+        self._lock = threading.Lock()
+        registry.register(self)  # ValueError when the name is taken
+
+    def inc(self, amount: float = 1.0) -> None:
+        with self._lock:
+            self._value += amount
+
+    def collect(self) -> Iterator[MetricFamily]:
+        if self._name.endswith("_total"):  # the family is named without the suffix
+            family = MetricFamily(self._name[: -len("_total")], self._documentation, "counter")
+        else:
+            family = MetricFamily(self._name, self._documentation, "unknown")
+        with self._lock:
+            family.add_sample(self._name, {}, self._value)
+        yield family
+
 
 Metric = Counter | Gauge | Histogram | Summary
 

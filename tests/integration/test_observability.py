@@ -180,7 +180,7 @@ def test_probes_metrics_and_events(
         'workqueue_depth{name="observed-v1alpha1-controller"}',
         'workqueue_retries_total{name="observed-v1alpha1-controller"}',
         'controller_runtime_reconcile_total{controller="observed-v1alpha1-controller",result="error"}',
-        "observed_runs_total ",
+        "observed_runs ",  # exactly the name the role gave, as in the original
         "observed_size ",
     ):
         assert expected in text, f"{expected!r} missing from /metrics"
