@@ -39,15 +39,15 @@ binaries: venv ## build (first time) or reuse the control-plane binaries, operat
 
 .PHONY: lint
 lint: venv ## ruff, ruff format --check, mypy --strict, import layers
-	$(BIN)/ruff check runner tests
-	$(BIN)/ruff format --check runner tests
+	$(BIN)/ruff check runner tests bench
+	$(BIN)/ruff format --check runner tests bench
 	$(BIN)/mypy --strict runner
 	$(BIN)/lint-imports
 
 .PHONY: format
 format: venv ## apply ruff's fixes and formatting
-	$(BIN)/ruff check --fix runner tests
-	$(BIN)/ruff format runner tests
+	$(BIN)/ruff check --fix runner tests bench
+	$(BIN)/ruff format runner tests bench
 
 .PHONY: test
 test: lint binaries ## everything CI runs: lint, unit, integration and e2e tests

@@ -68,6 +68,17 @@ def _cpu() -> float:
     return total
 
 
+def _drop_namespace(kubeconfig: Path, namespace: str) -> None:
+    """The bench CR has no operator to finalize it: release it, delete its namespace."""
+    from kubernetes import client, config
+    from kubernetes.dynamic import DynamicClient
+    from support.kube import release_custom_resources
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    release_custom_resources(DynamicClient(api), namespace)
+    client.CoreV1Api(api).delete_namespace(namespace)
+
+
 def _cluster(namespace: str) -> Path:
     from kubernetes import client, config
     from kubernetes.dynamic import DynamicClient
@@ -167,18 +178,22 @@ async def _main(args: argparse.Namespace) -> int:
     namespace = f"bench-backend-{uuid.uuid4().hex[:6]}"
     kubeconfig = _cluster(namespace) if "memcached" in args.role else None
     rows = []
-    for role_name in args.role:
-        for backend_name in args.backend:
-            row = await _measure(
-                backend_name,
-                role_name,
-                runs=args.runs,
-                work=work,
-                kubeconfig=kubeconfig,
-                ns=namespace,
-            )
-            rows.append(row)
-            print(json.dumps(row), file=sys.stderr)
+    try:
+        for role_name in args.role:
+            for backend_name in args.backend:
+                row = await _measure(
+                    backend_name,
+                    role_name,
+                    runs=args.runs,
+                    work=work,
+                    kubeconfig=kubeconfig,
+                    ns=namespace,
+                )
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr)
+    finally:
+        if kubeconfig is not None:
+            _drop_namespace(kubeconfig, namespace)
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print("| role | backend | first run | wall p50 | wall min | wall max | CPU p50 |")

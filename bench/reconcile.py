@@ -22,10 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from kubernetes import client, config  # noqa: E402
-
-from runner.cluster.local import LocalCluster, default_state_dir  # noqa: E402
 from support.kube import release_custom_resources  # noqa: E402
 from support.operator import OperatorProcess, install_crd  # noqa: E402
+
+from runner.cluster.local import LocalCluster, default_state_dir  # noqa: E402
 
 
 def _peak_rss_kib(pid: int) -> int:
@@ -51,19 +51,22 @@ def main() -> int:
     cluster = LocalCluster(default_state_dir())
     cluster.up(progress=lambda m: print(m, file=sys.stderr))
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    from kubernetes.dynamic import DynamicClient
     import yaml
+    from kubernetes.dynamic import DynamicClient
 
     dyn = DynamicClient(api)
     memcached = install_crd(
-        dyn, yaml.safe_load((REPO / "config/crd/bases/cache.example.com_memcacheds.yaml").read_text())
+        dyn,
+        yaml.safe_load((REPO / "config/crd/bases/cache.example.com_memcacheds.yaml").read_text()),
     )
     namespace = f"bench-{uuid.uuid4().hex[:6]}"
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": namespace}})
     work = Path(tempfile.mkdtemp(prefix="bench-"))
     operator = OperatorProcess(
-        REPO, kubeconfig=cluster.kubeconfig, log=work / "operator.log",
+        REPO,
+        kubeconfig=cluster.kubeconfig,
+        log=work / "operator.log",
         env={"WATCH_NAMESPACE": namespace},
     )
     try:
@@ -73,8 +76,12 @@ def main() -> int:
         for index in range(args.count):
             name = f"m-{index}"
             memcached.create(
-                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-                      "metadata": {"name": name}, "spec": {"size": 1}},
+                body={
+                    "apiVersion": "cache.example.com/v1alpha1",
+                    "kind": "Memcached",
+                    "metadata": {"name": name},
+                    "spec": {"size": 1},
+                },
                 namespace=namespace,
             )
             created[name] = time.monotonic()
@@ -105,7 +112,9 @@ def main() -> int:
         operator.stop()
         release_custom_resources(dyn, namespace)
         core.delete_namespace(namespace)
-    proxy = re.search(r"API proxy stopped: (\d+) requests, (\d+) answered from the cache", operator.log())
+    proxy = re.search(
+        r"API proxy stopped: (\d+) requests, (\d+) answered from the cache", operator.log()
+    )
     if proxy and runs:
         requests, hits = int(proxy[1]), int(proxy[2])
         result["api_requests_per_run"] = round(requests / runs, 1)
