@@ -1,30 +1,25 @@
 """The fast Ansible backend against the real cluster: the Kubernetes modules it runs in a
-fork of the worker give what new interpreters give, and the memcached sample operator
-works end to end with `--ansible-backend fast` (status, dependents, finalizer, artifacts)."""
+fork of the worker give what new interpreters give, and a dead zygote is replaced. (The
+memcached sample end to end runs with the fast backend, the default, in
+test_memcached_sample.py.)"""
 
 from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes.dynamic.exceptions import NotFoundError
-from support.kube import apply, condition, wait_for
-from support.operator import REPO, OperatorProcess
+from support.kube import wait_for
 
-from runner.ansible.artifacts import latest_run, read_events
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
-from runner.ansible.inputs import RunRequest, private_data_dir
+from runner.ansible.inputs import RunRequest
 from runner.ansible.modexec import IN_PROCESS_NOTE
 from runner.collections_path import bundled_collections_path
 from runner.structs.gvk import GVK
 
-SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 FAST = {"ANSIBLE_GATHERING": "explicit"}
 
@@ -229,87 +224,3 @@ def _zygotes() -> list[int]:
         ):
             found.append(int(entry.name))
     return found
-
-
-@pytest.fixture
-def fast_operator(
-    kubeconfig: Path, tmp_path: Path, namespace: str, memcached_crd: Any
-) -> Iterator[OperatorProcess]:
-    proc = OperatorProcess(
-        REPO,
-        kubeconfig=kubeconfig,
-        log=tmp_path / "operator.log",
-        args=["--ansible-backend", "fast"],
-        env={"WATCH_NAMESPACE": namespace},
-    )
-    try:
-        yield proc
-    finally:
-        proc.stop()
-        print(proc.log()[-5000:])
-
-
-def _get(resource: Any, name: str, namespace: str) -> Any:
-    try:
-        return resource.get(name=name, namespace=namespace)
-    except NotFoundError:
-        return None
-
-
-def test_memcached_sample_with_the_fast_backend(
-    dyn: Any, memcached_crd: Any, fast_operator: OperatorProcess, namespace: str, tmp_path: Path
-) -> None:
-    apply(dyn, SAMPLE, namespace=namespace)
-    configmaps = dyn.resources.get(api_version="v1", kind="ConfigMap")
-    deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
-    started = time.monotonic()
-
-    def successful() -> dict[str, Any] | None:
-        cr = memcached_crd.get(name="memcached-sample", namespace=namespace)
-        found = condition(cr, "Successful")
-        return found if found and found["status"] == "True" else None
-
-    wait_for(successful, timeout=60, message="memcached-sample Successful")
-    print(f"\ncreate -> Successful with the fast backend: {time.monotonic() - started:.2f} s")
-    cr = memcached_crd.get(name="memcached-sample", namespace=namespace).to_dict()
-    running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
-    assert running["reason"] == "Successful"
-    assert running["ansibleResult"]["failures"] == 0
-    assert "nodes" in cr["status"]
-    assert _get(deployments, "memcached-sample", namespace).spec.replicas == 3
-    marker = _get(configmaps, "memcached-sample-marker", namespace).to_dict()
-    assert marker["data"] == {"size": "3"}
-
-    # The run left ansible-runner's artifacts, as the history and logs commands read them.
-    data_dir = private_data_dir(tmp_path / "runner", MEMCACHED, namespace, "memcached-sample")
-    run = latest_run(data_dir)
-    assert run is not None and run.status == "successful" and run.rc == 0
-    events = read_events(run)
-    assert events[-1]["event"] == "playbook_on_stats"
-    tasks = [e["event_data"]["task"] for e in events if e["event"] == "runner_on_ok"]
-    assert [task for task in tasks if task != "Gathering Facts"][:3] == [
-        "Deployment runs size replicas of memcached",
-        "Service exposes memcached",
-        "Marker ConfigMap records that this CR is managed (removed by the finalizer)",
-    ]
-    assert "PLAY RECAP" in (run.path / "stdout").read_text()
-
-    memcached_crd.patch(
-        name="memcached-sample",
-        namespace=namespace,
-        body={"spec": {"size": 1}},
-        content_type="application/merge-patch+json",
-    )
-    wait_for(
-        lambda: _get(deployments, "memcached-sample", namespace).spec.replicas == 1,
-        timeout=60,
-        message="Deployment follows size 1",
-    )
-    memcached_crd.delete(name="memcached-sample", namespace=namespace)
-    wait_for(
-        lambda: _get(memcached_crd, "memcached-sample", namespace) is None,
-        timeout=60,
-        message="CR deleted",
-    )
-    assert _get(configmaps, "memcached-sample-marker", namespace) is None, "finalizer not run"
-    assert fast_operator.running()

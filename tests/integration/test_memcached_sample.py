@@ -1,41 +1,37 @@
-"""The memcached sample operator end to end on the real cluster: create, scale, delete."""
+"""The memcached sample operator end to end on the real cluster: create, scale, delete;
+with the default (fast) backend, and once with the runner backend (ansible-runner per run)
+including the artifacts the history and logs commands read."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes.dynamic.exceptions import NotFoundError
-from support.kube import apply, condition, documents, wait_for
-from support.operator import REPO, OperatorProcess
+from support.kube import apply, condition, documents, get_or_none, wait_for
+from support.operator import REPO, OperatorProcess, operator_running
+
+from runner.ansible.artifacts import latest_run, read_events
+from runner.ansible.inputs import private_data_dir
+from runner.structs.gvk import GVK
 
 SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
+MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 
 
 @pytest.fixture
 def operator(
     kubeconfig: Path, tmp_path: Path, namespace: str, memcached_crd: Any
 ) -> Iterator[OperatorProcess]:
-    proc = OperatorProcess(
+    with operator_running(
         REPO,
         kubeconfig=kubeconfig,
         log=tmp_path / "operator.log",
         env={"WATCH_NAMESPACE": namespace},
-    )
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
-        print(proc.log()[-5000:])
-
-
-def _get(resource: Any, name: str, namespace: str) -> Any:
-    try:
-        return resource.get(name=name, namespace=namespace)
-    except NotFoundError:
-        return None
 
 
 def test_create_scale_delete(
@@ -48,9 +44,10 @@ def test_create_scale_delete(
 
     wait_for(
         lambda: (
-            (getattr(_get(deployments, "memcached-sample", namespace), "status", None) or {}).get(
-                "availableReplicas"
-            )
+            (
+                getattr(get_or_none(deployments, "memcached-sample", namespace), "status", None)
+                or {}
+            ).get("availableReplicas")
             == 3
         ),
         timeout=90,
@@ -64,7 +61,7 @@ def test_create_scale_delete(
         return cond if cond and cond["status"] == "True" else None
 
     wait_for(successful, timeout=60, message="memcached-sample Successful")
-    assert _get(services, "memcached-sample", namespace) is not None
+    assert get_or_none(services, "memcached-sample", namespace) is not None
     cr = memcached_crd.get(name="memcached-sample", namespace=namespace).to_dict()
     running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
     assert running["reason"] == "Successful"
@@ -79,22 +76,22 @@ def test_create_scale_delete(
         content_type="application/merge-patch+json",
     )
     wait_for(
-        lambda: _get(deployments, "memcached-sample", namespace).spec.replicas == 1,
+        lambda: get_or_none(deployments, "memcached-sample", namespace).spec.replicas == 1,
         timeout=60,
         message="Deployment follows size 1",
     )
 
-    assert _get(configmaps, "memcached-sample-marker", namespace) is not None
+    assert get_or_none(configmaps, "memcached-sample-marker", namespace) is not None
     memcached_crd.delete(name="memcached-sample", namespace=namespace)
     wait_for(
-        lambda: _get(memcached_crd, "memcached-sample", namespace) is None,
+        lambda: get_or_none(memcached_crd, "memcached-sample", namespace) is None,
         timeout=60,
         message="CR deleted",
     )
-    assert _get(configmaps, "memcached-sample-marker", namespace) is None, (
+    assert get_or_none(configmaps, "memcached-sample-marker", namespace) is None, (
         "the finalizer role did not run"
     )
-    assert _get(deployments, "memcached-sample", namespace) is None
+    assert get_or_none(deployments, "memcached-sample", namespace) is None
     assert operator.running()
 
 
@@ -127,8 +124,8 @@ def test_dependents_are_owned_watched_and_garbage_collected(
     deployments.delete(name=name, namespace=namespace)
     recreated = wait_for(
         lambda: (
-            (_get(deployments, name, namespace) or None)
-            and _get(deployments, name, namespace).metadata.uid != first_uid
+            (get_or_none(deployments, name, namespace) or None)
+            and get_or_none(deployments, name, namespace).metadata.uid != first_uid
         ),
         timeout=30,
         message="Deployment re-created after deletion",
@@ -143,7 +140,7 @@ def test_dependents_are_owned_watched_and_garbage_collected(
         content_type="application/merge-patch+json",
     )
     wait_for(
-        lambda: _get(deployments, name, namespace).spec.replicas == 1,
+        lambda: get_or_none(deployments, name, namespace).spec.replicas == 1,
         timeout=30,
         message="hand-edited replicas reverted to size 1",
     )
@@ -160,8 +157,84 @@ def test_dependents_are_owned_watched_and_garbage_collected(
     # The garbage collector may only learn the CRD's kind at its 30 s discovery resync.
     wait_for(
         lambda: (
-            _get(deployments, name, namespace) is None and _get(services, name, namespace) is None
+            get_or_none(deployments, name, namespace) is None
+            and get_or_none(services, name, namespace) is None
         ),
         timeout=90,
         message="Deployment and Service garbage-collected with their CR",
     )
+
+
+@pytest.fixture
+def runner_operator(
+    kubeconfig: Path, tmp_path: Path, namespace: str, memcached_crd: Any
+) -> Iterator[OperatorProcess]:
+    with operator_running(
+        REPO,
+        kubeconfig=kubeconfig,
+        log=tmp_path / "operator.log",
+        args=["--ansible-backend", "runner"],
+        env={"WATCH_NAMESPACE": namespace},
+    ) as proc:
+        yield proc
+
+
+def test_memcached_sample_with_the_runner_backend(
+    dyn: Any, memcached_crd: Any, runner_operator: OperatorProcess, namespace: str, tmp_path: Path
+) -> None:
+    apply(dyn, SAMPLE, namespace=namespace)
+    configmaps = dyn.resources.get(api_version="v1", kind="ConfigMap")
+    deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
+    started = time.monotonic()
+
+    def successful() -> dict[str, Any] | None:
+        cr = memcached_crd.get(name="memcached-sample", namespace=namespace)
+        found = condition(cr, "Successful")
+        return found if found and found["status"] == "True" else None
+
+    wait_for(successful, timeout=60, message="memcached-sample Successful")
+    print(f"\ncreate -> Successful with the runner backend: {time.monotonic() - started:.2f} s")
+    cr = memcached_crd.get(name="memcached-sample", namespace=namespace).to_dict()
+    running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
+    assert running["reason"] == "Successful"
+    assert running["ansibleResult"]["failures"] == 0
+    assert "nodes" in cr["status"]
+    assert get_or_none(deployments, "memcached-sample", namespace).spec.replicas == 3
+    marker = get_or_none(configmaps, "memcached-sample-marker", namespace).to_dict()
+    assert marker["data"] == {"size": "3"}
+
+    # The run left ansible-runner's artifacts, as the history and logs commands read them.
+    data_dir = private_data_dir(tmp_path / "runner", MEMCACHED, namespace, "memcached-sample")
+    run = latest_run(data_dir)
+    assert run is not None and run.status == "successful" and run.rc == 0
+    events = read_events(run)
+    assert events[-1]["event"] == "playbook_on_stats"
+    tasks = [e["event_data"]["task"] for e in events if e["event"] == "runner_on_ok"]
+    assert [task for task in tasks if task != "Gathering Facts"][:3] == [
+        "Deployment runs size replicas of memcached",
+        "Service exposes memcached",
+        "Marker ConfigMap records that this CR is managed (removed by the finalizer)",
+    ]
+    assert "PLAY RECAP" in (run.path / "stdout").read_text()
+
+    memcached_crd.patch(
+        name="memcached-sample",
+        namespace=namespace,
+        body={"spec": {"size": 1}},
+        content_type="application/merge-patch+json",
+    )
+    wait_for(
+        lambda: get_or_none(deployments, "memcached-sample", namespace).spec.replicas == 1,
+        timeout=60,
+        message="Deployment follows size 1",
+    )
+    memcached_crd.delete(name="memcached-sample", namespace=namespace)
+    wait_for(
+        lambda: get_or_none(memcached_crd, "memcached-sample", namespace) is None,
+        timeout=60,
+        message="CR deleted",
+    )
+    assert get_or_none(configmaps, "memcached-sample-marker", namespace) is None, (
+        "finalizer not run"
+    )
+    assert runner_operator.running()

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 from support.kube import apply, condition, documents, wait_for
-from support.operator import REPO, OperatorProcess, install_crd
+from support.operator import REPO, OperatorProcess, install_crd, operator_running
 
 from runner import watches
 
@@ -65,18 +65,14 @@ def resources(dyn: Any, project: Path) -> dict[str, Any]:
 def operator(
     kubeconfig: Path, tmp_path: Path, namespace: str, project: Path, resources: Any
 ) -> Iterator[OperatorProcess]:
-    proc = OperatorProcess(
+    with operator_running(
         project,
         kubeconfig=kubeconfig,
         log=tmp_path / "operator.log",
         # as `make run` and the operator image do, so the playbook finds the role
         env={"WATCH_NAMESPACE": namespace, "ANSIBLE_ROLES_PATH": str(project / "roles")},
-    )
-    try:
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
-        print(proc.log()[-5000:])
 
 
 def test_generated_watches_load(project: Path) -> None:

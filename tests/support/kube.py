@@ -61,6 +61,14 @@ def apply(
     return created
 
 
+def get_or_none(resource: Any, name: str, namespace: str) -> Any:
+    """The object, or None when it does not exist."""
+    try:
+        return resource.get(name=name, namespace=namespace)
+    except NotFoundError:
+        return None
+
+
 def condition(obj: Any, kind: str) -> dict[str, Any] | None:
     """The status condition of type `kind` of a dynamic-client object, as a dict."""
     status = obj.to_dict().get("status") or {}

@@ -3,11 +3,13 @@ throw-away operator projects (watches.yaml + roles + CRDs) for it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +180,22 @@ class OperatorProcess:
                 self.process.wait()
         self._log_file.close()
         return self.process.returncode
+
+
+@contextlib.contextmanager
+def operator_running(
+    project: Path,
+    *,
+    kubeconfig: Path,
+    log: Path,
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[OperatorProcess]:
+    """An `OperatorProcess`, stopped on exit, the tail of its log printed (pytest shows
+    it with a failing test)."""
+    proc = OperatorProcess(project, kubeconfig=kubeconfig, log=log, args=args, env=env)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+        print(proc.log()[-5000:])
