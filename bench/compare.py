@@ -41,6 +41,7 @@ import contextlib
 import copy
 import datetime as dt
 import json
+import math
 import os
 import platform
 import re
@@ -852,7 +853,22 @@ def phase_figures(
         "cpu_settled_s": round(at_settled.cpu_s - before.cpu_s, 2),
     }
     figures.update(op.sampler.window(before.t, at_settled.t))
+    figures["root_rss_by_progress_mib"] = rss_by_progress(op.sampler, phase.converged)
     return figures
+
+
+def rss_by_progress(sampler: TreeSampler, ends: dict[str, float]) -> str | None:
+    """The operator process's RSS when 20, 40 ... 100 % of the CRs had converged: flat
+    means its memory does not grow with the number of reconciles behind it."""
+    times = sorted(ends.values())
+    if len(times) < 5:
+        return None
+    found = []
+    for fifth in range(1, 6):
+        when = times[math.ceil(fifth * len(times) / 5) - 1]
+        sample = next((s for s in sampler.samples if s.t >= when), None)
+        found.append(f"{mib(sample.root_rss):g}" if sample else "-")
+    return " / ".join(found)
 
 
 def run_operator(ctx: Context, spec: OperatorSpec, *, mode: str, count: int) -> dict[str, Any]:
@@ -1036,6 +1052,7 @@ ROWS = [
     ("cpu_converge_s", "CPU s, operator tree, until converged"),
     ("cpu_settled_s", "CPU s, operator tree, until settled"),
     ("peak_root_rss_mib", "peak RSS operator process (MiB)"),
+    ("root_rss_by_progress_mib", "RSS operator process at 20/40/60/80/100 % converged (MiB)"),
     ("peak_desc_rss_mib", "peak RSS sum of descendants (MiB)"),
     ("peak_tree_pss_mib", "peak PSS whole tree (MiB)"),
     ("peak_procs", "peak processes in the tree"),
