@@ -289,7 +289,7 @@ async def _serve(
             reloader.start()
             stack.push_async_callback(reloader.stop)
         if served.health is not None:
-            health = HealthServer(served.health, ready=manager.ready)
+            health = HealthServer(served.health, ready=lambda: _ready(manager, backend))
             await health.start()
             stack.push_async_callback(health.stop)
         if served.metrics is not None:
@@ -310,3 +310,11 @@ async def _serve(
             loop.add_signal_handler(signum, stop.set)
         return await manager.run(stop)
     return 0  # not reached: the stack's body returns
+
+
+def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:
+    """/readyz: the manager's answer, and not while the fast backend warms up."""
+    ready, reason = manager.ready()
+    if ready and isinstance(backend, FastBackend) and backend.warming():
+        return False, "the Ansible backend is warming up"
+    return ready, reason

@@ -111,6 +111,12 @@ class FastBackend(RunnerBackend):
         self._zygotes_lock = threading.Lock()
         self._failed_until = 0.0
 
+    def warming(self) -> bool:
+        """A zygote is still warming up: the first runs would wait for it (for /readyz,
+        so that "ready" means ready to run at full speed)."""
+        with self._zygotes_lock:
+            return any(zygote.warming for zygote in self._zygotes.values())
+
     def start(self, *, envvars: Mapping[str, str] | None = None) -> None:
         """Start warming up the zygote for runs whose per-run variables are `envvars`.
 
@@ -331,7 +337,7 @@ class _Zygote:
         self._ready = threading.Event()
         self._errors: list[str] = []
         self.dead = False
-        self.last_used = time.monotonic()
+        self.started = self.last_used = time.monotonic()
         self._reader = threading.Thread(target=self._read, name="zygote-reader", daemon=True)
         self._reader.start()
 
@@ -339,6 +345,15 @@ class _Zygote:
     def alive(self) -> bool:
         """Not known to have exited (its reader may not have seen the end yet)."""
         return not self.dead and self._process.poll() is None
+
+    @property
+    def warming(self) -> bool:
+        """Still warming up (alive, not ready, within the time a run would wait)."""
+        return (
+            not self._ready.is_set()
+            and self.alive
+            and time.monotonic() - self.started < _READY_TIMEOUT
+        )
 
     @property
     def busy(self) -> bool:

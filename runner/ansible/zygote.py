@@ -129,15 +129,22 @@ WARM_COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.ansible.zygote")
     parser.add_argument("--fd", type=int, required=True, help="the control socket")
-    parser.add_argument(
-        "--store", required=True, help="a private directory, removed by the backend at the end"
-    )
+    parser.add_argument("--store", required=True, help="a private directory, removed at the end")
     args = parser.parse_args(argv)
-    control = socket.socket(fileno=args.fd)
+    # The store goes with the zygote however it ends (the operator killed with -9 sends it
+    # SIGTERM through the parent-death signal); forked runs leave through os._exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # until serve() takes over
+    try:
+        return _warm_and_serve(socket.socket(fileno=args.fd), args.store)
+    finally:
+        shutil.rmtree(args.store, ignore_errors=True)
+
+
+def _warm_and_serve(control: socket.socket, store: str) -> int:
     _die_with_parent(signal.SIGTERM)
     # `-m` put the start directory first; a new interpreter has only the rest.
     base_path = list(sys.path[1:])
-    scratch = tempfile.mkdtemp(prefix="warm-up-", dir=args.store)
+    scratch = tempfile.mkdtemp(prefix="warm-up-", dir=store)
     os.chdir(scratch)  # no ansible.cfg here, as in a run's empty project directory
     started = time.monotonic()
     # awx_display makes its event context when loaded: give it somewhere to write.
@@ -146,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         errors = warm_up()
     del os.environ["AWX_ISOLATED_DATA_DIR"]
     modexec.install(sys_path=base_path)
-    payloads.install(os.path.join(args.store, "payloads"))
+    payloads.install(os.path.join(store, "payloads"))
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()
