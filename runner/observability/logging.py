@@ -89,6 +89,7 @@ def configure(*, level: str, encoder: str, devel: bool) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if devel and level == "info" else level_from_flag(level))
-    # The API clients are chatty at debug level and may print headers.
-    for noisy in ("kubernetes_asyncio", "aiohttp", "urllib3", "kubernetes"):
+    # The API clients are chatty at debug level and may print headers; ansible-runner's
+    # event plugins (ansible-runner-http, when installed) log a line per job event.
+    for noisy in ("kubernetes_asyncio", "aiohttp", "urllib3", "kubernetes", "ansible-runner"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
