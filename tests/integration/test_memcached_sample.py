@@ -1,10 +1,8 @@
-"""The memcached sample operator end to end on the real cluster: create, scale, delete;
-with the default (fast) backend, and once with the runner backend (ansible-runner per run)
-including the artifacts the history and logs commands read."""
+"""The memcached sample operator end to end on the real cluster: create, scale, delete,
+with the default (fast) backend and with the runner backend (ansible-runner per run)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,19 +21,29 @@ MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 
 @pytest.fixture
 def operator(
-    kubeconfig: Path, tmp_path: Path, namespace: str, memcached_crd: Any
+    request: pytest.FixtureRequest,
+    kubeconfig: Path,
+    tmp_path: Path,
+    namespace: str,
+    memcached_crd: Any,
 ) -> Iterator[OperatorProcess]:
+    """The sample operator; `--ansible-backend <param>` when parametrized indirectly."""
+    backend = getattr(request, "param", None)
     with operator_running(
         REPO,
         kubeconfig=kubeconfig,
         log=tmp_path / "operator.log",
+        args=["--ansible-backend", backend] if backend else [],
         env={"WATCH_NAMESPACE": namespace},
     ) as proc:
         yield proc
 
 
+@pytest.mark.parametrize(
+    "operator", [None, "runner"], indirect=True, ids=["default-backend", "runner-backend"]
+)
 def test_create_scale_delete(
-    dyn: Any, memcached_crd: Any, operator: OperatorProcess, namespace: str
+    dyn: Any, memcached_crd: Any, operator: OperatorProcess, namespace: str, tmp_path: Path
 ) -> None:
     apply(dyn, SAMPLE, namespace=namespace)
     deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
@@ -68,6 +76,23 @@ def test_create_scale_delete(
     assert running["ansibleResult"]["failures"] == 0
     assert running["ansibleResult"]["ok"] >= 3
     assert "cache.example.com/finalizer" in cr["metadata"]["finalizers"]
+    assert "nodes" in cr["status"]
+    marker = get_or_none(configmaps, "memcached-sample-marker", namespace).to_dict()
+    assert marker["data"] == {"size": "3"}
+
+    # The run left ansible-runner's artifacts, as the history and logs commands read them.
+    data_dir = private_data_dir(tmp_path / "runner", MEMCACHED, namespace, "memcached-sample")
+    run = latest_run(data_dir)
+    assert run is not None and run.status == "successful" and run.rc == 0
+    events = read_events(run)
+    assert events[-1]["event"] == "playbook_on_stats"
+    tasks = [e["event_data"]["task"] for e in events if e["event"] == "runner_on_ok"]
+    assert [task for task in tasks if task != "Gathering Facts"][:3] == [
+        "Deployment runs size replicas of memcached",
+        "Service exposes memcached",
+        "Marker ConfigMap records that this CR is managed (removed by the finalizer)",
+    ]
+    assert "PLAY RECAP" in (run.path / "stdout").read_text()
 
     memcached_crd.patch(
         name="memcached-sample",
@@ -163,78 +188,3 @@ def test_dependents_are_owned_watched_and_garbage_collected(
         timeout=90,
         message="Deployment and Service garbage-collected with their CR",
     )
-
-
-@pytest.fixture
-def runner_operator(
-    kubeconfig: Path, tmp_path: Path, namespace: str, memcached_crd: Any
-) -> Iterator[OperatorProcess]:
-    with operator_running(
-        REPO,
-        kubeconfig=kubeconfig,
-        log=tmp_path / "operator.log",
-        args=["--ansible-backend", "runner"],
-        env={"WATCH_NAMESPACE": namespace},
-    ) as proc:
-        yield proc
-
-
-def test_memcached_sample_with_the_runner_backend(
-    dyn: Any, memcached_crd: Any, runner_operator: OperatorProcess, namespace: str, tmp_path: Path
-) -> None:
-    apply(dyn, SAMPLE, namespace=namespace)
-    configmaps = dyn.resources.get(api_version="v1", kind="ConfigMap")
-    deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
-    started = time.monotonic()
-
-    def successful() -> dict[str, Any] | None:
-        cr = memcached_crd.get(name="memcached-sample", namespace=namespace)
-        found = condition(cr, "Successful")
-        return found if found and found["status"] == "True" else None
-
-    wait_for(successful, timeout=60, message="memcached-sample Successful")
-    print(f"\ncreate -> Successful with the runner backend: {time.monotonic() - started:.2f} s")
-    cr = memcached_crd.get(name="memcached-sample", namespace=namespace).to_dict()
-    running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
-    assert running["reason"] == "Successful"
-    assert running["ansibleResult"]["failures"] == 0
-    assert "nodes" in cr["status"]
-    assert get_or_none(deployments, "memcached-sample", namespace).spec.replicas == 3
-    marker = get_or_none(configmaps, "memcached-sample-marker", namespace).to_dict()
-    assert marker["data"] == {"size": "3"}
-
-    # The run left ansible-runner's artifacts, as the history and logs commands read them.
-    data_dir = private_data_dir(tmp_path / "runner", MEMCACHED, namespace, "memcached-sample")
-    run = latest_run(data_dir)
-    assert run is not None and run.status == "successful" and run.rc == 0
-    events = read_events(run)
-    assert events[-1]["event"] == "playbook_on_stats"
-    tasks = [e["event_data"]["task"] for e in events if e["event"] == "runner_on_ok"]
-    assert [task for task in tasks if task != "Gathering Facts"][:3] == [
-        "Deployment runs size replicas of memcached",
-        "Service exposes memcached",
-        "Marker ConfigMap records that this CR is managed (removed by the finalizer)",
-    ]
-    assert "PLAY RECAP" in (run.path / "stdout").read_text()
-
-    memcached_crd.patch(
-        name="memcached-sample",
-        namespace=namespace,
-        body={"spec": {"size": 1}},
-        content_type="application/merge-patch+json",
-    )
-    wait_for(
-        lambda: get_or_none(deployments, "memcached-sample", namespace).spec.replicas == 1,
-        timeout=60,
-        message="Deployment follows size 1",
-    )
-    memcached_crd.delete(name="memcached-sample", namespace=namespace)
-    wait_for(
-        lambda: get_or_none(memcached_crd, "memcached-sample", namespace) is None,
-        timeout=60,
-        message="CR deleted",
-    )
-    assert get_or_none(configmaps, "memcached-sample-marker", namespace) is None, (
-        "finalizer not run"
-    )
-    assert runner_operator.running()
