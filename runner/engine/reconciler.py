@@ -176,8 +176,15 @@ class Reconciler:
             return Outcome(error=reason)
 
         edits = self._edits()
+        # The status as the API had it before this run (the cache may be a write behind).
+        before: list[Mapping[str, Any] | None] = [None]
+
+        def running(status: Mapping[str, Any] | None) -> dict[str, Any]:
+            before[0] = status
+            return conditions.running(status, now=_now())
+
         if self.watch.manage_status:
-            await self._write_status(key, lambda st: conditions.running(st, now=_now()))
+            await self._write_status(key, running)
 
         log.info(
             "reconcile %s %s: running Ansible",
@@ -189,14 +196,14 @@ class Reconciler:
             result = await self._backend.run(self._request(obj, per_cr, deleting=deleting))
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
-            if await self._edited(key, obj, edits, message):
+            if await self._edited(key, before[0], edits, message):
                 return Outcome()
             await self._write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", redact_text(message))
             self._log_end(key, started, "error", message)
             return Outcome(error=message)
 
-        if result.error is not None and await self._edited(key, obj, edits, result.error):
+        if result.error is not None and await self._edited(key, before[0], edits, result.error):
             return Outcome()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
         if outcome.error is not None:
@@ -299,7 +306,7 @@ class Reconciler:
         return Outcome(requeue_after=per_cr.period if per_cr.period > 0 else None)
 
     async def _edited(
-        self, key: NamespacedName, obj: Mapping[str, Any], edits: int, message: str
+        self, key: NamespacedName, before: Mapping[str, Any] | None, edits: int, message: str
     ) -> bool:
         """True when a run that could not start (no stats) had its role edited under it.
 
@@ -308,11 +315,7 @@ class Reconciler:
         turns CRs to Failure."""
         if self._edits() == edits:
             return False
-        before = obj.get("status")
-        await self._write_status(
-            key,
-            lambda st: conditions.restored(st, before if isinstance(before, Mapping) else None),
-        )
+        await self._write_status(key, lambda st: conditions.restored(st, before))
         log.warning(
             "reconcile %s %s: role edited during the run, status kept until the edit is "
             "reloaded: %s",

@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
+from support.fake_api import FakeAPI, RecordingBackend
 
 from runner import watches as watches_mod
-from runner.ansible.events import RunResult
-from runner.ansible.inputs import RunRequest
 from runner.cli import main
 from runner.engine.reconciler import Reconciler, RunSettings
 from runner.errors import ConfigError
@@ -31,37 +30,6 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 FINALIZER = "cache.example.com/finalizer"
-
-
-class FakeAPI:
-    """The one CR, as the API server would keep it: merge patches, status writes."""
-
-    def __init__(self, obj: Mapping[str, Any]) -> None:
-        self.obj = copy.deepcopy(dict(obj))
-
-    async def get(self, gvk: GVK, *, name: str, namespace: str | None) -> dict[str, Any]:
-        return copy.deepcopy(self.obj)
-
-    async def patch(
-        self, gvk: GVK, *, name: str, namespace: str | None, body: Any, **_: Any
-    ) -> dict[str, Any]:
-        meta = body.get("metadata") or {}
-        if "finalizers" in meta:
-            self.obj["metadata"]["finalizers"] = list(meta["finalizers"])
-        return copy.deepcopy(self.obj)
-
-    async def replace_status(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
-        self.obj["status"] = copy.deepcopy(obj.get("status"))
-        return copy.deepcopy(self.obj)
-
-
-class RecordingBackend:
-    def __init__(self) -> None:
-        self.requests: list[RunRequest] = []
-
-    async def run(self, request: RunRequest, *, on_event: Any = None) -> RunResult:
-        self.requests.append(request)
-        return RunResult(ok=1, has_stats=True, completion=datetime.now(UTC))
 
 
 async def runtime_extra_vars(watch: Watch, obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,44 @@
+"""In-memory stand-ins for unit tests of the reconciler: one CR as the API server keeps
+it, and a backend that records what it was asked to run."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from runner.ansible.events import RunResult
+from runner.ansible.inputs import RunRequest
+from runner.structs import GVK
+
+
+class FakeAPI:
+    """The one CR, as the API server would keep it: merge patches, status writes."""
+
+    def __init__(self, obj: Mapping[str, Any]) -> None:
+        self.obj = copy.deepcopy(dict(obj))
+
+    async def get(self, gvk: GVK, *, name: str, namespace: str | None) -> dict[str, Any]:
+        return copy.deepcopy(self.obj)
+
+    async def patch(
+        self, gvk: GVK, *, name: str, namespace: str | None, body: Any, **_: Any
+    ) -> dict[str, Any]:
+        meta = body.get("metadata") or {}
+        if "finalizers" in meta:
+            self.obj["metadata"]["finalizers"] = list(meta["finalizers"])
+        return copy.deepcopy(self.obj)
+
+    async def replace_status(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self.obj["status"] = copy.deepcopy(obj.get("status"))
+        return copy.deepcopy(self.obj)
+
+
+class RecordingBackend:
+    def __init__(self) -> None:
+        self.requests: list[RunRequest] = []
+
+    async def run(self, request: RunRequest, *, on_event: Any = None) -> RunResult:
+        self.requests.append(request)
+        return RunResult(ok=1, has_stats=True, completion=datetime.now(UTC))

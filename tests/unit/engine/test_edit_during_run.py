@@ -1,0 +1,79 @@
+"""A run whose role was saved half-way while it started (live reload) leaves the CR's
+status as the API had it, even when the reconciler's cached copy was a write behind."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from support.fake_api import FakeAPI
+
+from runner.ansible.events import RunResult
+from runner.ansible.inputs import RunRequest
+from runner.engine.reconciler import Reconciler, RunSettings
+from runner.status.conditions import AnsibleResult, running, succeeded
+from runner.structs import GVK, NamespacedName
+from runner.watches import Watch
+
+KIND = GVK("reload.example.com", "v1alpha1", "Reloaded")
+SETTLED = succeeded(
+    None,
+    result=AnsibleResult(ok=2, changed=0, skipped=0, failures=0, completion=datetime.now(UTC)),
+    now=datetime.now(UTC),
+)
+
+
+class HalfSavedRole:
+    """A backend whose run reads a role saved while it starts: no stats event."""
+
+    def __init__(self, edit: Any) -> None:
+        self.edit = edit
+
+    async def run(self, request: RunRequest, *, on_event: Any = None) -> RunResult:
+        self.edit()
+        return RunResult(has_stats=False)
+
+
+def reconcile(*, edited: bool) -> tuple[Any, dict[str, Any]]:
+    obj = {
+        "apiVersion": f"{KIND.group}/{KIND.version}",
+        "kind": KIND.kind,
+        "metadata": {"name": "one", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"},
+        "spec": {},
+        "status": SETTLED,
+    }
+    api = FakeAPI(obj)
+    stale = {**copy.deepcopy(obj), "status": running(SETTLED, now=datetime.now(UTC))}
+    edits = [0]
+
+    def edit() -> None:
+        if edited:
+            edits[0] += 1
+
+    reconciler = Reconciler(
+        watch=Watch(gvk=KIND, role=Path("/roles/r")),
+        client=api,  # type: ignore[arg-type]
+        backend=HalfSavedRole(edit),  # type: ignore[arg-type]
+        settings=RunSettings(),
+        read=lambda _key: copy.deepcopy(stale),  # the cache, one status write behind
+        edits=lambda: edits[0],
+    )
+    outcome = asyncio.run(reconciler.reconcile(NamespacedName("ns", "one")))
+    return outcome, api.obj["status"]
+
+
+def test_the_status_from_before_the_run_comes_back_and_no_error_is_counted() -> None:
+    outcome, status = reconcile(edited=True)
+    assert outcome.error is None
+    assert status["conditions"] == SETTLED["conditions"]
+
+
+def test_without_an_edit_the_run_is_an_error_and_the_status_says_running() -> None:
+    outcome, status = reconcile(edited=False)
+    assert outcome.error is not None
+    reasons = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    assert reasons["Running"] == ("True", "Running")
+    assert reasons["Successful"][0] == "False"
