@@ -435,7 +435,10 @@ async def test_logging(
     for fragment in absent:
         assert fragment not in text
     if log_events == "nothing" and not debug_logs:
-        assert caplog.records == []
+        # The run's own logger only: on a loaded machine another test's background thread
+        # (a zygote being closed, say) may log in this window.
+        ours = [r for r in caplog.records if r.name.split(".")[:3] == logger.name.split(".")]
+        assert ours == [], [r.getMessage() for r in ours]
 
 
 async def test_failure_is_logged_with_its_message(
