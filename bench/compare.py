@@ -877,6 +877,40 @@ def rss_by_progress(sampler: TreeSampler, ends: dict[str, float]) -> str | None:
     return " / ".join(found)
 
 
+def measure_phase(
+    ctx: Context,
+    op: Running,
+    watcher: CRWatcher,
+    phase: Phase,
+    label: str,
+    *,
+    began: float,
+    count: int,
+    before: Sample,
+    runs_before: int,
+) -> tuple[bool, dict[str, Any]]:
+    """Wait for the phase's CRs to converge and the operator to settle; its figures
+    (`before`, `runs_before`: the sample and run count taken when the phase began)."""
+    ok = wait_converged(op, watcher, count, ctx.timeout, label)
+    at_converged, runs_converged = op.sampler.sample(), op.runs()
+    runs_settled = wait_settled(op, quiet=ctx.settle)
+    figures = phase_figures(
+        op,
+        phase,
+        began=began,
+        count=count,
+        converged=ok,
+        before=before,
+        at_converged=at_converged,
+        runs_before=runs_before,
+        runs_converged=runs_converged,
+        runs_settled=runs_settled,
+        at_settled=op.sampler.sample(),
+    )
+    log(f"  {label}: {json.dumps(figures)}")
+    return ok, figures
+
+
 def run_operator(ctx: Context, spec: OperatorSpec, *, mode: str, count: int) -> dict[str, Any]:
     core = client.CoreV1Api(ctx.api)
     custom = client.CustomObjectsApi(ctx.api)
@@ -921,24 +955,17 @@ def run_operator(ctx: Context, spec: OperatorSpec, *, mode: str, count: int) -> 
             before, runs_before = op.sampler.sample(), op.runs()
             log(f"  {spec.label}: creating {count} CRs")
             began = create_crs(ctx.api, watcher, namespace, count)
-        ok = wait_converged(op, watcher, count, ctx.timeout, spec.label)
-        at_converged, runs_converged = op.sampler.sample(), op.runs()
-        runs_settled = wait_settled(op, quiet=ctx.settle)
-        at_settled = op.sampler.sample()
-        result["create"] = phase_figures(
+        ok, result["create"] = measure_phase(
+            ctx,
             op,
+            watcher,
             phase,
+            spec.label,
             began=began,
             count=count,
-            converged=ok,
             before=before,
-            at_converged=at_converged,
             runs_before=runs_before,
-            runs_converged=runs_converged,
-            runs_settled=runs_settled,
-            at_settled=at_settled,
         )
-        log(f"  {spec.label}: {json.dumps(result['create'])}")
         again = mode == "scale" and ctx.scale_again
         if (mode == "steady" or again) and ok:
             phase = watcher.new_phase()
@@ -956,24 +983,17 @@ def run_operator(ctx: Context, spec: OperatorSpec, *, mode: str, count: int) -> 
             began = time.monotonic()
             with ThreadPoolExecutor(8) as pool:
                 list(pool.map(patch, [f"m-{i}" for i in range(count)]))
-            ok = wait_converged(op, watcher, count, ctx.timeout, spec.label)
-            at_converged, runs_converged = op.sampler.sample(), op.runs()
-            runs_settled = wait_settled(op, quiet=ctx.settle)
-            at_settled = op.sampler.sample()
-            result["again" if again else "steady"] = phase_figures(
+            ok, result["again" if again else "steady"] = measure_phase(
+                ctx,
                 op,
+                watcher,
                 phase,
+                spec.label,
                 began=began,
                 count=count,
-                converged=ok,
                 before=before,
-                at_converged=at_converged,
                 runs_before=runs_before,
-                runs_converged=runs_converged,
-                runs_settled=runs_settled,
-                at_settled=at_settled,
             )
-            log(f"  {spec.label}: {json.dumps(result['again' if again else 'steady'])}")
         if mode == "idle" and ok:
             log(f"  {spec.label}: idle for {ctx.idle_seconds:.0f} s")
             start, runs_start = op.sampler.sample(), op.runs()
