@@ -146,6 +146,22 @@ def runs(operator: OperatorProcess, kind: str, namespace: str, name: str) -> int
     return operator.log().count(f"reconcile {kind} {namespace}/{name}: running Ansible")
 
 
+def settled_runs(
+    operator: OperatorProcess, kind: str, namespace: str, name: str, quiet: float = 4
+) -> int:
+    """The run count once no new run has started for `quiet` seconds."""
+    count = runs(operator, kind, namespace, name)
+    deadline = time.monotonic() + 60
+    stable_since = time.monotonic()
+    while time.monotonic() - stable_since < quiet:
+        assert time.monotonic() < deadline, f"{kind} {name} kept reconciling"
+        time.sleep(0.5)
+        current = runs(operator, kind, namespace, name)
+        if current != count:
+            count, stable_since = current, time.monotonic()
+    return count
+
+
 @pytest.fixture
 def remote_namespace(api_client: Any) -> Iterator[str]:
     from kubernetes import client
@@ -216,8 +232,7 @@ def test_status_only_updates_and_blacklisted_kinds_do_not_trigger(
     create(kinds["Owner"], "quiet", namespace, {})
     wait_successful(kinds["Owner"], "quiet", namespace)
     wait_for(lambda: get(parts, "quiet-part", namespace), timeout=30, message="Part created")
-    time.sleep(2)  # let the Successful status write's own events settle
-    before = runs(operator, "Owner", namespace, "quiet")
+    before = settled_runs(operator, "Owner", namespace, "quiet")
 
     for step in range(3):
         parts.status.patch(
@@ -244,7 +259,10 @@ def test_status_only_updates_and_blacklisted_kinds_do_not_trigger(
         timeout=30,
         message="Part spec reverted by the owner's reconcile",
     )
-    assert runs(operator, "Owner", namespace, "quiet") == before + 1
+    # The revert is itself a change of the Part, so one more reconcile may follow; it
+    # changes nothing, and nothing after it.
+    after = settled_runs(operator, "Owner", namespace, "quiet")
+    assert before + 1 <= after <= before + 2
 
 
 def test_requeue_after_runs_again_after_the_period(
