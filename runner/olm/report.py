@@ -113,7 +113,10 @@ def problem(sub: Obj | None, plan: Obj | None, csv: Obj | None) -> Problem | Non
         status = csv.get("status") or {}
         why = _why(status.get("reason"), status.get("message"))
         if status.get("phase") == CSV_FAILED:
-            return Problem(f"CSV {_name(csv)} phase Failed: {why}", final=True)
+            # OLM moves a CSV whose requirements went missing for a moment (a cache not
+            # yet synced during an upgrade, under load) back to Pending by itself.
+            recoverable = status.get("reason") == "RequirementsNotMet"
+            return Problem(f"CSV {_name(csv)} phase Failed: {why}", final=not recoverable)
         if status.get("reason") == "RequirementsNotMet":
             missing = "; ".join(missing_requirements(csv))
             text = f"CSV {_name(csv)} phase {status.get('phase')}: {why}"

@@ -119,6 +119,16 @@ def test_a_failed_csv_is_final() -> None:
     )
 
 
+def test_a_csv_failed_for_lost_requirements_is_given_time_to_recover() -> None:
+    csv = _csv(phase="Failed", reason="RequirementsNotMet", message="requirements no longer met")
+    found = report.problem(None, None, csv)
+    assert found == report.Problem(
+        "CSV memcached-operator.v0.1.0 phase Failed: "
+        "RequirementsNotMet: requirements no longer met",
+        final=False,
+    )
+
+
 def test_unmet_requirements_name_what_is_missing() -> None:
     csv = _csv(
         phase="Pending",
