@@ -230,6 +230,16 @@ def test_subscribe_install_then_upgrade_through_replaces(
         recorder = PhaseRecorder(dyn, ns)
         upgrade = bundles.bundle_upgrade(cluster, bundle_dirs["0.2.0"], namespace=ns)
         TIMINGS["upgrade (catalog gains v0.2.0 -> v0.2.0 Succeeded, v0.1.0 gone)"] = upgrade.seconds
+        # The watch may deliver the last events a moment after the upgrade returned.
+        with contextlib.suppress(AssertionError):
+            wait_for(
+                lambda: (
+                    (recorder.phases.get(V1) or [""])[-1] == "(deleted)"
+                    and (recorder.phases.get(V2) or [""])[-1] == "Succeeded"
+                ),
+                timeout=15,
+                message="last CSV events",
+            )
         phases = recorder.stop()
         print(f"CSV phases during the upgrade: {phases}")
         assert (upgrade.csv, upgrade.state) == (V2, "Succeeded")

@@ -321,7 +321,7 @@ async def test_concurrent_runs_for_different_crs(
         assert (out_dir / f"{name}.txt").read_text() == f"ns/{name} 3"
     # The runs overlapped, and the event loop kept running meanwhile.
     assert max(w[0] for w in windows.values()) < min(w[-1] for w in windows.values())
-    assert ticks >= elapsed / 0.05 / 2
+    assert ticks >= elapsed / 0.05 / 4  # 2 cores shared with three runs
 
 
 async def test_artifacts_rotated_and_latest_is_newest(
@@ -429,15 +429,15 @@ async def test_logging(
             await backend.run(request("logs", out_dir=out_dir, role=role))
     finally:
         await backend.close()
-    text = "\n".join(record.getMessage() for record in caplog.records)
+    # The run's own logger only: on a loaded machine another test's background thread
+    # (a zygote being closed, say) may log in this window.
+    ours = [r for r in caplog.records if r.name.split(".")[:3] == logger.name.split(".")]
+    text = "\n".join(record.getMessage() for record in ours)
     for fragment in present:
         assert fragment in text
     for fragment in absent:
         assert fragment not in text
     if log_events == "nothing" and not debug_logs:
-        # The run's own logger only: on a loaded machine another test's background thread
-        # (a zygote being closed, say) may log in this window.
-        ours = [r for r in caplog.records if r.name.split(".")[:3] == logger.name.split(".")]
         assert ours == [], [r.getMessage() for r in ours]
 
 
@@ -480,7 +480,7 @@ async def test_cancelling_the_caller_kills_the_run(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - begin < 10
+    assert time.monotonic() - begin < 30
     latest = backend.data_dir(req) / "artifacts/latest"
     assert (latest / "status").read_text() == "canceled"
 
@@ -501,7 +501,7 @@ async def test_close_stops_runs_in_progress_and_queued(
     )
     queued = asyncio.create_task(backend.run(request("q", out_dir=out_dir, role=role)))
     await asyncio.wait_for(started.wait(), timeout=60)
-    await asyncio.wait_for(backend.close(), timeout=10)
+    await asyncio.wait_for(backend.close(), timeout=30)
     for task in (running, queued):
         with pytest.raises(AnsibleRunError, match="stopped"):
             await task

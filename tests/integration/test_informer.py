@@ -60,14 +60,14 @@ class Recorder:
 async def running(informer: Informer) -> AsyncIterator[asyncio.Task[None]]:
     task = asyncio.create_task(informer.run())
     try:
-        await asyncio.wait_for(informer.synced.wait(), 20)
+        await asyncio.wait_for(informer.synced.wait(), 60)
         yield task
     finally:
         informer.stop()
         await asyncio.wait_for(task, 10)
 
 
-async def eventually(probe: Callable[[], Any], *, timeout: float = 15, what: str) -> Any:
+async def eventually(probe: Callable[[], Any], *, timeout: float = 45, what: str) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -293,7 +293,7 @@ async def test_survives_an_unreachable_server(kubeconfig: Path, tmp_path: Path) 
 async def test_cancelling_run_stops_cleanly(kube: KubeClient, namespace: str) -> None:
     informer = Informer(kube, MEMCACHED, namespaces=[namespace])
     task = asyncio.create_task(informer.run())
-    await asyncio.wait_for(informer.synced.wait(), 20)
+    await asyncio.wait_for(informer.synced.wait(), 60)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

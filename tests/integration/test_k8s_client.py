@@ -65,7 +65,7 @@ async def test_discovery_finds_crds_created_after_a_miss(kube: KubeClient, dyn: 
     crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
     crds.create(body=body)
     try:
-        for _ in range(100):
+        for _ in range(600):  # 60 s: a busy API server publishes a new CRD late
             try:
                 res = await kube.resource(gvk)
                 break
@@ -185,8 +185,9 @@ async def test_stale_merge_patch_with_resource_version_conflicts(
 async def test_delete(kube: KubeClient, namespace: str) -> None:
     await kube.create(MEMCACHED, memcached("d"), namespace=namespace)
     await kube.delete(MEMCACHED, name="d", namespace=namespace, propagation_policy="Foreground")
-    # Foreground deletion waits for the garbage collector, slow on a fresh cluster.
-    for _ in range(300):
+    # Foreground deletion waits for the garbage collector, which learns of a new kind
+    # only at its next discovery resync (30 s).
+    for _ in range(1200):
         try:
             await kube.get(MEMCACHED, name="d", namespace=namespace)
         except NotFound:

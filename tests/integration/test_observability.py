@@ -129,7 +129,7 @@ def test_probes_metrics_and_events(
         f"127.0.0.1:{health_port}",
     )
     health = f"http://127.0.0.1:{health_port}"
-    wait_for(lambda: http_get(f"{health}/readyz")[0] == 200, timeout=30, message="ready")
+    wait_for(lambda: http_get(f"{health}/readyz")[0] == 200, timeout=120, message="ready")
     assert http_get(f"{health}/healthz") == (200, "ok")
 
     observed = kinds["Observed"]
@@ -164,7 +164,7 @@ def test_probes_metrics_and_events(
             e.type == "Normal" and e.reason == "ReconcileSucceeded"
             for e in events_of(api_client, namespace, "bad")
         ),
-        timeout=30,
+        timeout=90,
         message="a Normal event after recovery",
     )
 
@@ -204,10 +204,10 @@ def test_leader_election_failover(
         "500ms",
     ]
     first = start("Led", QUIET_ROLE, *lease)
-    wait_for(lambda: "became the leader" in first.log(), timeout=30, message="first leads")
+    wait_for(lambda: "became the leader" in first.log(), timeout=90, message="first leads")
     second = start("Led", QUIET_ROLE, *lease)
     wait_for(
-        lambda: "waiting for the lease" in second.log(), timeout=30, message="second stands by"
+        lambda: "waiting for the lease" in second.log(), timeout=90, message="second stands by"
     )
     led = kinds["Led"]
     create(led, "one", namespace, {})
@@ -218,21 +218,22 @@ def test_leader_election_failover(
     # kill -9: no release; the standby waits out the lease duration.
     killed = time.monotonic()
     os.killpg(first.process.pid, signal.SIGKILL)
-    wait_for(lambda: "became the leader" in second.log(), timeout=30, message="failover")
+    wait_for(lambda: "became the leader" in second.log(), timeout=90, message="failover")
     failover = time.monotonic() - killed
     print(f"failover after kill -9: {failover:.1f} s (lease duration 4 s)")
-    assert failover < 4 + 4  # within one lease duration (plus retry and start-up slack)
+    # One lease duration, plus the retry period and a loaded API server's latency.
+    assert failover < 4 + 8
     wait_for(
         lambda: "reconcile Led " in second.log(), timeout=60, message="the new leader reconciles"
     )
 
     # A graceful stop releases the lease: the next standby takes over at its next retry.
     third = start("Led", QUIET_ROLE, *lease)
-    wait_for(lambda: "waiting for the lease" in third.log(), timeout=30, message="third waits")
+    wait_for(lambda: "waiting for the lease" in third.log(), timeout=90, message="third waits")
     stopped = time.monotonic()
     assert second.stop() == 0
     assert "released the lease" in second.log()
-    wait_for(lambda: "became the leader" in third.log(), timeout=30, message="handover")
+    wait_for(lambda: "became the leader" in third.log(), timeout=90, message="handover")
     handover = time.monotonic() - stopped
     print(f"handover after SIGTERM: {handover:.1f} s")
 
@@ -270,7 +271,7 @@ def test_secure_metrics_require_an_allowed_token(
         except OSError:
             return 0
 
-    wait_for(lambda: get(None) != 0, timeout=30, message="metrics served over HTTPS")
+    wait_for(lambda: get(None) != 0, timeout=90, message="metrics served over HTTPS")
     assert get(None) == 401
     assert get("not-a-token") == 403
     admin = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]

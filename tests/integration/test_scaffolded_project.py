@@ -121,7 +121,7 @@ def test_samples_reconcile(
         )
         configmap = wait_for(
             lambda kind=kind, name=name: _configmap(dyn, f"{name}-{kind.lower()}", namespace),
-            timeout=30,
+            timeout=90,
             message=f"ConfigMap {name}-{kind.lower()}",
         )
         assert configmap.data["message"] == sample["spec"]["message"]
