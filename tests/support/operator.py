@@ -124,10 +124,15 @@ class OperatorProcess:
     ) -> None:
         self.project = project
         self.log_path = log
+        # Temporary files (the zygote's store, Ansible's discovery cache) stay under the
+        # test's directory, also when a test kills the operator with -9.
+        scratch = log.parent / "tmp"
+        scratch.mkdir(parents=True, exist_ok=True)
         environ = {
             **os.environ,
             "KUBECONFIG": str(kubeconfig),
             "ANSIBLE_OPERATOR_RUNNER_DIR": str(log.parent / "runner"),
+            "TMPDIR": str(scratch),
             **(env or {}),
         }
         if "WATCH_NAMESPACE" not in (env or {}):
