@@ -29,7 +29,12 @@ ENV HOME=/opt/ansible \
 # operator_sdk.util collection; the sources are removed again.
 COPY pyproject.toml README.md /tmp/src/
 COPY runner/ /tmp/src/runner/
-RUN pip install --no-cache-dir /tmp/src \
+# tini is PID 1: it forwards SIGTERM to the operator and reaps processes orphaned when a
+# run is killed (the operator itself reaps only its own children).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini=0.19.0-1 \
+ && rm -rf /var/lib/apt/lists/* \
+ && pip install --no-cache-dir /tmp/src \
  && rm -rf /tmp/src \
  && mkdir -p /opt/ansible/roles /opt/ansible/playbooks /opt/ansible/.ansible \
  && chown -R 1001:0 /opt/ansible \
@@ -38,4 +43,4 @@ RUN pip install --no-cache-dir /tmp/src \
 WORKDIR /opt/ansible
 USER 1001
 
-ENTRYPOINT ["ansible-operator", "run", "--watches-file=./watches.yaml"]
+ENTRYPOINT ["/usr/bin/tini", "--", "ansible-operator", "run", "--watches-file=./watches.yaml"]

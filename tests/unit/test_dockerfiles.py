@@ -204,7 +204,13 @@ def test_runtime_image() -> None:
     keywords = [ins.keyword for ins in instructions]
     assert keywords.index("USER") < keywords.index("ENTRYPOINT")
     (entrypoint,) = [ins for ins in instructions if ins.keyword == "ENTRYPOINT"]
-    assert entrypoint.exec_form == ["ansible-operator", "run", "--watches-file=./watches.yaml"]
+    assert entrypoint.exec_form == [
+        "/usr/bin/tini",
+        "--",
+        "ansible-operator",
+        "run",
+        "--watches-file=./watches.yaml",
+    ]
     runs = " ".join(ins.args for ins in instructions if ins.keyword == "RUN")
     assert "pip install --no-cache-dir" in runs
     assert f"chown -R {RUNTIME_UID}:0 /opt/ansible" in runs
