@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes.dynamic.exceptions import NotFoundError
-from support.kube import condition, wait_for
+from support.kube import condition, get_or_none, wait_for, wait_steady
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "dependents.test.example.com"
@@ -127,13 +126,6 @@ def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> di
     return created
 
 
-def get(resource: Any, name: str, namespace: str) -> Any:
-    try:
-        return resource.get(name=name, namespace=namespace)
-    except NotFoundError:
-        return None
-
-
 def wait_successful(resource: Any, name: str, namespace: str, timeout: float = 60) -> None:
     def successful() -> bool:
         found = condition(resource.get(name=name, namespace=namespace), "Successful")
@@ -150,16 +142,13 @@ def settled_runs(
     operator: OperatorProcess, kind: str, namespace: str, name: str, quiet: float = 8
 ) -> int:
     """The run count once no new run has started for `quiet` seconds."""
-    count = runs(operator, kind, namespace, name)
-    deadline = time.monotonic() + 60
-    stable_since = time.monotonic()
-    while time.monotonic() - stable_since < quiet:
-        assert time.monotonic() < deadline, f"{kind} {name} kept reconciling"
-        time.sleep(0.5)
-        current = runs(operator, kind, namespace, name)
-        if current != count:
-            count, stable_since = current, time.monotonic()
-    return count
+    return wait_steady(
+        lambda: runs(operator, kind, namespace, name),
+        quiet=quiet,
+        timeout=60,
+        message=f"{kind} {name} kept reconciling",
+        interval=0.5,
+    )
 
 
 @pytest.fixture
@@ -203,7 +192,7 @@ def test_dependents_get_owners_and_changes_reconcile_the_owner(
         configmaps.delete(name=target, namespace=target_namespace)
         wait_for(
             lambda ns=target_namespace, n=target, old=uid: (
-                (found := get(configmaps, n, ns)) is not None and found.metadata.uid != old
+                (found := get_or_none(configmaps, n, ns)) is not None and found.metadata.uid != old
             ),
             timeout=90,
             message=f"{target_namespace}/{target} re-created",
@@ -231,7 +220,9 @@ def test_status_only_updates_and_blacklisted_kinds_do_not_trigger(
     parts = kinds["Part"]
     create(kinds["Owner"], "quiet", namespace, {})
     wait_successful(kinds["Owner"], "quiet", namespace)
-    wait_for(lambda: get(parts, "quiet-part", namespace), timeout=90, message="Part created")
+    wait_for(
+        lambda: get_or_none(parts, "quiet-part", namespace), timeout=90, message="Part created"
+    )
     before = settled_runs(operator, "Owner", namespace, "quiet")
 
     for step in range(3):
@@ -244,7 +235,7 @@ def test_status_only_updates_and_blacklisted_kinds_do_not_trigger(
     secrets.delete(name="quiet-secret", namespace=namespace)
     time.sleep(6)
     assert runs(operator, "Owner", namespace, "quiet") == before
-    assert get(secrets, "quiet-secret", namespace) is None, "a blacklisted kind was watched"
+    assert get_or_none(secrets, "quiet-secret", namespace) is None, "a blacklisted kind was watched"
     assert "Kind=Secret as dependents" not in operator.log()
 
     # A real change of the Part does reconcile the owner, which puts its spec back.
@@ -317,7 +308,7 @@ def test_a_fixed_proxy_port_and_dependent_watches_after_a_restart(
         configmaps.delete(name="fixed-data", namespace=namespace)
         wait_for(
             lambda: (
-                (found := get(configmaps, "fixed-data", namespace)) is not None
+                (found := get_or_none(configmaps, "fixed-data", namespace)) is not None
                 and found.metadata.uid != uid
             ),
             timeout=90,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
-from support.kube import condition, wait_for
+from support.kube import condition, wait_for, wait_steady
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "reload.test.example.com"
@@ -83,13 +83,12 @@ def test_live_reload(
 
         # The v2 run changed the watched output ConfigMap, which may bring one more run:
         # wait until runs have stopped before starting the one the save must race.
-        wait_for(settled, timeout=60, message="v2 run finished")
-        started = runs()
-        quiet_since = time.monotonic()
-        while time.monotonic() - quiet_since < 3:
-            time.sleep(0.2)
-            if runs() != started or not settled():
-                started, quiet_since = runs(), time.monotonic()
+        started = wait_steady(
+            lambda: runs() if settled() else None,
+            quiet=3,
+            timeout=90,
+            message="v2 run finished and no run followed",
+        )
         kinds["Reloaded"].patch(
             body={"spec": {"touch": "1"}},
             name="one",

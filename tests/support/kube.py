@@ -34,6 +34,28 @@ def wait_for(
         time.sleep(interval)
 
 
+def wait_steady(
+    probe: Callable[[], T | None],
+    *,
+    quiet: float,
+    timeout: float,
+    message: str,
+    interval: float = 0.2,
+) -> T:
+    """Call `probe` until it has returned the same value (not None) for `quiet` seconds,
+    and return that value; fail with `message` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    value, since = probe(), time.monotonic()
+    while value is None or time.monotonic() - since < quiet:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s: {message}; last: {value!r}")
+        time.sleep(interval)
+        current = probe()
+        if current is None or current != value:
+            value, since = current, time.monotonic()
+    return value
+
+
 def documents(source: str | Path) -> list[dict[str, Any]]:
     text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
     return [doc for doc in yaml.safe_load_all(text) if doc]
