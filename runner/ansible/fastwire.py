@@ -125,6 +125,8 @@ class ModuleCommand:
 
     interpreter: str
     environment: dict[str, str]
+    cwd: str | None = None
+    """Where the connection runs it (the task's directory), when it says."""
 
 
 def parse_module_command(cmd: object, *, executable: str) -> ModuleCommand | None:

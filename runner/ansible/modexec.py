@@ -36,6 +36,7 @@ import atexit
 import base64
 import binascii
 import builtins
+import dataclasses
 import importlib.util
 import io
 import os
@@ -48,6 +49,7 @@ import zipfile
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from runner.ansible import direct, inline, inprocess, localshell
 from runner.ansible.fastwire import (
     ModuleCommand,
     in_process_allowed,
@@ -55,10 +57,19 @@ from runner.ansible.fastwire import (
     parse_wrapper,
 )
 
-__all__ = ["IN_PROCESS_NOTE", "install", "module_sys_path", "run_module", "sources_unchanged"]
+__all__ = [
+    "FORK_NOTE",
+    "IN_PROCESS_NOTE",
+    "install",
+    "module_sys_path",
+    "run_module",
+    "sources_unchanged",
+]
 
-IN_PROCESS_NOTE = "module run in a fork of the worker"
-"""Shown at -vvvv for each module run this way."""
+IN_PROCESS_NOTE = "module run in process"
+"""Shown at -vvvv for each direct module run in the run's process (`inprocess`)."""
+FORK_NOTE = "module run in a fork"
+"""Shown at -vvvv for each module run in a fork instead of a new interpreter."""
 _FALLBACK_EXIT = 70
 """Exit code of a child that failed before the module ran (EX_SOFTWARE)."""
 _READ_SIZE = 65536
@@ -77,7 +88,7 @@ def install(*, sys_path: Sequence[str]) -> None:
 
     `sys_path` is what `sys.path` holds in a new interpreter of this virtualenv.
     """
-    from ansible.plugins.connection import ConnectionBase, local
+    from ansible.plugins.connection import local
 
     connection: Any = local.Connection
     if getattr(connection, "_runner_in_process", False):
@@ -93,13 +104,24 @@ def install(*, sys_path: Sequence[str]) -> None:
         if in_data is not None and not (sudoable and self.become):
             found = _module_command(self, cmd, in_data)
             if found is not None:
-                command, fqn = found
-                ConnectionBase.exec_command(self, cmd, in_data=in_data, sudoable=sudoable)
-                display = _display()
+                command, fqn, is_direct = found
+                _note(self, cmd, in_data=in_data, sudoable=sudoable)
                 host = self._play_context.remote_addr
-                display.vvv(f"EXEC {cmd}", host=host)
-                display.vvvv(f"{IN_PROCESS_NOTE}: {fqn}", host=host)
+                if is_direct and inline.in_task():
+                    _display().vvvv(f"{IN_PROCESS_NOTE}: {fqn}", host=host)
+                    return inprocess.run_direct(
+                        in_data,
+                        environment=command.environment,
+                        cwd=command.cwd,
+                        sys_path=module_sys_path(),
+                    )
+                _display().vvvv(f"{FORK_NOTE}: {fqn}", host=host)
                 return run_module(in_data, command)
+        elif in_data is None and not self.become:
+            done = _shell_command(self, cmd)
+            if done is not None:
+                _note(self, cmd, in_data=in_data, sudoable=sudoable)
+                return done
         return real_exec(self, cmd, in_data=in_data, sudoable=sudoable)  # type: ignore[no-any-return]
 
     def is_pipelining_enabled(self: Any, wrap_async: bool = False) -> bool:
@@ -132,7 +154,7 @@ def run_module(source: bytes, command: ModuleCommand) -> tuple[int, bytes, bytes
         try:
             os.close(out_read)
             os.close(err_read)
-            _module_child(source, command.environment, out_write, err_write)
+            _module_child(source, command, out_write, err_write)
         finally:
             os._exit(_FALLBACK_EXIT)
     os.close(out_write)
@@ -144,24 +166,50 @@ def run_module(source: bytes, command: ModuleCommand) -> tuple[int, bytes, bytes
     return os.waitstatus_to_exitcode(status), stdout, stderr
 
 
+def _note(connection: Any, cmd: str, *, in_data: bytes | None, sudoable: bool) -> None:
+    """What the real `local` connection does before it runs a command (connects, shows it)."""
+    from ansible.plugins.connection import ConnectionBase
+
+    ConnectionBase.exec_command(connection, cmd, in_data=in_data, sudoable=sudoable)
+    _display().vvv(f"EXEC {cmd}", host=connection._play_context.remote_addr)
+
+
 # -- the decision -----------------------------------------------------------------------
 
 
-def _module_command(connection: Any, cmd: str, in_data: bytes) -> tuple[ModuleCommand, str] | None:
-    executable = connection._play_context.executable or "/bin/sh"
-    command = parse_module_command(cmd, executable=executable)
+def _module_command(
+    connection: Any, cmd: str, in_data: bytes
+) -> tuple[ModuleCommand, str, bool] | None:
+    """(the command, the module, whether it is a direct program) to run without a new
+    interpreter, or None: the real `local` connection runs it."""
+    command = parse_module_command(cmd, executable=_executable(connection))
     if command is None or not _same_interpreter(command.interpreter):
         return None
+    if connection.cwd:
+        command = dataclasses.replace(command, cwd=os.fsdecode(connection.cwd))
     if any(name.startswith(_INTERPRETER_VARIABLES) for name in command.environment):
         return None
-    wrapper = parse_wrapper(in_data)
-    if wrapper is None or not in_process_allowed(wrapper.module_fqn):
-        return None
-    if not _same_source(wrapper.module_fqn, wrapper.zip_data, wrapper.module_member):
-        return None
+    fqn = direct_fqn = direct.module_of(in_data)  # imports its module: nothing to compare
+    if fqn is None:
+        wrapper = parse_wrapper(in_data)
+        if wrapper is None or not in_process_allowed(wrapper.module_fqn):
+            return None
+        if not _same_source(wrapper.module_fqn, wrapper.zip_data, wrapper.module_member):
+            return None
+        fqn = wrapper.module_fqn
     if not sources_unchanged():
         return None  # edited since the zygote imported them: a new interpreter reads them
-    return command, wrapper.module_fqn
+    return command, fqn, direct_fqn is not None
+
+
+def _shell_command(connection: Any, cmd: str) -> tuple[int, bytes, bytes] | None:
+    """A temporary-directory command done without a shell (`localshell`), or None."""
+    command = localshell.parse(cmd, executable=_executable(connection))
+    return localshell.run(command, os.environ) if command is not None else None
+
+
+def _executable(connection: Any) -> str:
+    return str(connection._play_context.executable or "/bin/sh")
 
 
 def _same_interpreter(path: str) -> bool:
@@ -250,13 +298,15 @@ def _collect(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
 
 
 def _module_child(
-    source: bytes, environment: dict[str, str], out_fd: int, err_fd: int
+    source: bytes, command: ModuleCommand, out_fd: int, err_fd: int
 ) -> NoReturn:  # pragma: no cover - runs in a forked child
     _stdio(out_fd, err_fd)
     _reset_signals()
-    os.environ.update(environment)
-    _shell_pwd()
-    _as_target()
+    os.environ.update(command.environment)
+    if command.cwd:
+        os.chdir(command.cwd)
+    inprocess.set_shell_pwd()
+    inprocess.target_mode()  # for good: this process is the module's
     atexit._clear()
     sys.argv = [""]
     sys.path[:] = module_sys_path()
@@ -267,7 +317,7 @@ def _module_child(
     try:
         exec(compile(source, "<stdin>", "exec"), main.__dict__)
     except SystemExit as exc:
-        code = _system_exit_code(exc)
+        code = inprocess.system_exit_code(exc)
     except BaseException:
         traceback.print_exc()
         code = 1
@@ -306,46 +356,9 @@ def _stdio(out_fd: int, err_fd: int) -> None:
     sys.stderr = sys.__stderr__ = stderr  # type: ignore[misc]
 
 
-def _shell_pwd() -> None:
-    """`PWD` as `/bin/sh` exports it to the interpreter it starts: the working directory,
-    unless `PWD` already names that same directory."""
-    cwd = os.getcwd()
-    current = os.environ.get("PWD", "")
-    try:
-        same = bool(current) and os.path.isabs(current) and os.path.samefile(current, cwd)
-    except OSError:
-        same = False
-    if not same:
-        os.environ["PWD"] = cwd
-
-
 def _reset_signals() -> None:
     for name in _RESET_SIGNALS:
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-
-def _as_target() -> None:
-    """Undo what importing the controller did to `module_utils` (see the docstring)."""
-    from ansible.module_utils import _internal
-    from ansible.module_utils.common import warnings
-
-    _internal.is_controller = False
-    _internal.get_controller_serialize_map = dict
-    _internal.import_controller_module = lambda _name: None
-    for name in ("_global_warnings", "_global_deprecations"):
-        registry = getattr(warnings, name, None)
-        if isinstance(registry, dict):
-            registry.clear()
-
-
-def _system_exit_code(exc: SystemExit) -> int:
-    """The exit code Python gives `sys.exit(exc.code)`."""
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int):
-        return exc.code
-    print(exc.code, file=sys.stderr)
-    return 1

@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runner.ansible import fastwire, modexec, payloads
+from runner.ansible import direct, fastwire, inline, inprocess, modexec, payloads
 
 __all__ = ["main", "warm_up"]
 
@@ -125,6 +125,13 @@ WARM_IMPORTS = (
 WARM_COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
 """Collections whose `module_utils` are imported before any run."""
 
+_settings_by_variable: dict[str, list[str]] = {}
+"""Environment variable -> the ansible settings it feeds (see `_remember_settings`)."""
+_local_tmp_base: str | None = None
+"""Where each run's `DEFAULT_LOCAL_TMP` is made, when no per-run variable decides it."""
+_event_modules: list[Any] = []
+"""The loaded `awx_display` callback modules, whose event context each run renews."""
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.ansible.zygote")
@@ -151,9 +158,14 @@ def _warm_and_serve(control: socket.socket, store: str) -> int:
     os.environ["AWX_ISOLATED_DATA_DIR"] = scratch
     with _quiet():  # warnings of plugins that do not load are in `errors`
         errors = warm_up()
+    _remember_settings()
     del os.environ["AWX_ISOLATED_DATA_DIR"]
     modexec.install(sys_path=base_path)
     payloads.install(os.path.join(store, "payloads"))
+    direct.install()
+    direct.warm(_module_paths(WARM_MODULES))
+    inline.install()
+    inprocess.install()
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()
@@ -227,6 +239,21 @@ def _quiet() -> Iterator[None]:
         os.dup2(saved[1], 2)
         for fd in (*saved, null):
             os.close(fd)
+
+
+def _module_paths(names: Iterable[str]) -> list[str]:
+    """The files of these modules, as the module loader resolves them (those it finds)."""
+    from ansible.plugins import loader
+
+    paths = []
+    for name in names:
+        try:
+            found = loader.module_loader.find_plugin_with_context(name)
+        except Exception:  # warm-up is best effort
+            continue
+        if found.resolved and found.plugin_resolved_path:
+            paths.append(str(found.plugin_resolved_path))
+    return paths
 
 
 def _import_module_utils(collection: str) -> list[str]:
@@ -471,15 +498,47 @@ def _refresh_constants(constants: Any, changed: Iterable[str]) -> None:
     """Recompute the constants read from `changed` variables, and the local temp dir.
 
     `DEFAULT_LOCAL_TMP` is created when it is computed: each run gets its own, removed at
-    its exit, as each ansible-playbook process does.
+    its exit, as each ansible-playbook process does. (Which settings each variable feeds,
+    and the directory the temp dir goes in, were worked out once by `_remember_settings`.)
     """
-    changed = set(changed)
+    from ansible.config.manager import ensure_type
+
     config = constants.config
+    settings = {setting for name in changed for setting in _settings_by_variable.get(name, ())}
+    if _local_tmp_base is None:
+        settings.add("DEFAULT_LOCAL_TMP")
+    for setting in sorted(settings):
+        value = config.get_config_value(setting, variables=vars(constants))
+        constants.set_constant(setting, value)
+    if "DEFAULT_LOCAL_TMP" not in settings:
+        constants.set_constant("DEFAULT_LOCAL_TMP", ensure_type(_local_tmp_base, "tmppath"))
+
+
+def _remember_settings() -> None:
+    """What `_refresh_constants` and `_fresh_event_context` need, computed in the zygote."""
+    from ansible import constants
+
+    config = constants.config
+    _settings_by_variable.clear()
     for setting, definition in config.get_configuration_definitions().items():
-        names = {entry.get("name") for entry in definition.get("env") or ()}
-        if setting == "DEFAULT_LOCAL_TMP" or names & changed:
-            value = config.get_config_value(setting, variables=vars(constants))
-            constants.set_constant(setting, value)
+        for entry in definition.get("env") or ():
+            name = entry.get("name")
+            if name:
+                _settings_by_variable.setdefault(str(name), []).append(setting)
+    global _local_tmp_base
+    # The temp dir's parent: fixed by variables that are the same for all of a zygote's
+    # runs (those that are not go through `config` again).
+    feeding = {
+        name for name, settings in _settings_by_variable.items() if "DEFAULT_LOCAL_TMP" in settings
+    }
+    if not feeding & fastwire.PER_RUN_ENV and isinstance(constants.DEFAULT_LOCAL_TMP, str):
+        _local_tmp_base = os.path.dirname(constants.DEFAULT_LOCAL_TMP)
+    _event_modules[:] = [
+        module
+        for module in list(sys.modules.values())
+        if str(getattr(module, "__file__", "") or "").endswith("awx_display.py")
+        and getattr(module, "EventContext", None) is not None
+    ]
 
 
 def _tty_stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
@@ -503,12 +562,8 @@ def _tty_stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
 
 def _fresh_event_context() -> None:
     """`awx_display` reads the run's artifact directory when its event context is made."""
-    for module in list(sys.modules.values()):
-        context_type = getattr(module, "EventContext", None)
-        if context_type is not None and hasattr(module, "event_context"):
-            file = getattr(module, "__file__", "") or ""
-            if file.endswith("awx_display.py"):
-                vars(module)["event_context"] = context_type()
+    for module in _event_modules:
+        vars(module)["event_context"] = module.EventContext()
 
 
 def _playbook(argv: list[str]) -> int:

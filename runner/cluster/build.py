@@ -8,6 +8,7 @@ proxy and the wrapper modules' committed go.sum files, one `go build` per wrappe
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -189,17 +190,32 @@ def go_binary_name(package: str) -> str:
 
 
 def _module_dir(go: str, module: GoModule, module_path: str) -> Path:
-    """Where the module cache holds `module_path` at the version `module` requires."""
-    source = subprocess.run(
-        [go, "list", "-m", "-f", "{{.Dir}}", module_path],
+    """Where the module cache holds `module_path` at the version `module` requires,
+    downloading it first on a machine whose module cache does not have it yet (`go list`
+    names no directory for a module that is not downloaded)."""
+    source = _go_output(go, module, ["list", "-m", "-f", "{{.Dir}}", module_path])
+    if not source:
+        downloaded = _go_output(go, module, ["mod", "download", "-json", module_path])
+        try:
+            source = str(json.loads(downloaded).get("Dir") or "")
+        except ValueError:
+            source = ""
+    if not source:
+        raise ClusterError(
+            f"cannot find the source of {module_path} in the module cache, "
+            f"nor download it (go mod download {module_path} in {module.directory})"
+        )
+    return Path(source)
+
+
+def _go_output(go: str, module: GoModule, arguments: list[str]) -> str:
+    return subprocess.run(
+        [go, *arguments],
         cwd=module.directory,
         capture_output=True,
         text=True,
         check=False,
     ).stdout.strip()
-    if not source:
-        raise ClusterError(f"cannot find the source of {module_path} in the module cache")
-    return Path(source)
 
 
 def edited_text(text: str, edit: SourceEdit, *, where: str) -> str:

@@ -184,7 +184,7 @@ class Reconciler:
             return conditions.running(status, now=_now())
 
         if self.watch.manage_status:
-            await self._write_status(key, running)
+            await self._write_status(key, running, known=obj)
 
         log.info(
             "reconcile %s %s: running Ansible",
@@ -297,7 +297,9 @@ class Reconciler:
             return Outcome()
 
         current = await self._write_status(
-            key, lambda st: conditions.succeeded(st, result=ansible_result, now=_now())
+            key,
+            lambda st: conditions.succeeded(st, result=ansible_result, now=_now()),
+            known=self._read(key),
         )
         if current is not None and _meta(current).get("deletionTimestamp"):
             return Outcome(requeue_after=DELETED_DURING_RUN_DELAY)
@@ -406,22 +408,34 @@ class Reconciler:
         self,
         key: NamespacedName,
         update: Callable[[Mapping[str, Any] | None], dict[str, Any]],
+        *,
+        known: Mapping[str, Any] | None = None,
     ) -> dict[str, Any] | None:
-        """Read the latest CR, apply `update` to its status, PUT /status; retry conflicts.
+        """Apply `update` to the latest status of the CR and PUT /status; retry conflicts.
 
-        Reading first keeps whatever the role wrote into the status itself."""
+        Starting from the latest CR keeps whatever the role wrote into the status itself.
+        `known` is a copy that is probably the latest (the informer's, or what the API
+        returned from our last write): it is tried first, and the resourceVersion in the
+        PUT makes the API server refuse it if it was not; then the CR is read from the
+        API. (A copy that would need no write is confirmed against the API first.)"""
         if not self.watch.manage_status:
             return None
         for _ in range(_STATUS_WRITE_ATTEMPTS):
-            try:
-                obj = await self._get(key)
-            except NotFound:
-                return None
+            from_api = known is None
+            if known is None:
+                try:
+                    obj = await self._get(key)
+                except NotFound:
+                    return None
+            else:
+                obj, known = dict(known), None
             new_status = update(
                 obj.get("status") if isinstance(obj.get("status"), Mapping) else None
             )
             if new_status == obj.get("status"):
-                return obj
+                if from_api:
+                    return obj
+                continue
             try:
                 return await self._client.replace_status(
                     self.watch.gvk, obj={**obj, "status": new_status}

@@ -7,8 +7,8 @@ and the proxy reads its store. The primary resources' informers (the controllers
 adopted rather than duplicated.
 
 A kind is watched in the operator's namespaces (`WATCH_NAMESPACE`), or cluster-wide when
-it is cluster-scoped. An informer that has not synced within `sync_timeout` seconds is
-left running, and the request that asked for it goes to the API server instead.
+it is cluster-scoped. Until an informer's first list is in, requests for its kind go to
+the API server: a role's first request for a kind does not wait for a list of all of them.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from runner.structs import GVK
 
 log = logging.getLogger("ansible-operator.proxy.cache")
 
-DEFAULT_SYNC_TIMEOUT = 6.0
-
 
 class InformerCache:
     """One running informer per GVK, created the first time a GVK is asked for."""
@@ -35,11 +33,9 @@ class InformerCache:
         client: KubeClient,
         *,
         namespaces: Sequence[str] | None,
-        sync_timeout: float = DEFAULT_SYNC_TIMEOUT,
     ) -> None:
         self._client = client
         self._namespaces = namespaces
-        self._sync_timeout = sync_timeout
         self._informers: dict[GVK, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
@@ -61,18 +57,11 @@ class InformerCache:
         log.info("started watching %s", gvk)
         return informer
 
-    async def synced(self, gvk: GVK) -> Informer | None:
-        """The informer of `gvk` once its first list is in; None if that takes longer
-        than the sync timeout (it keeps syncing for later requests)."""
+    def ready(self, gvk: GVK) -> Informer | None:
+        """The informer of `gvk` if its first list is in; else None, and it is started (the
+        request that asked goes to the API server rather than wait for the list)."""
         informer = self.informer(gvk)
-        if informer.synced.is_set():
-            return informer
-        try:
-            await asyncio.wait_for(informer.synced.wait(), timeout=self._sync_timeout)
-        except TimeoutError:
-            log.info("%s not synced after %.0f s; asking the API server", gvk, self._sync_timeout)
-            return None
-        return informer
+        return informer if informer.synced.is_set() else None
 
     def watched(self) -> list[GVK]:
         return list(self._informers)

@@ -4,10 +4,12 @@ Each run's kubeconfig points at this loopback server with the owning CR encoded 
 basic-auth user name (`owner.py`). For every request the proxy:
 
 1. answers GET/LIST of kinds it watches from the informer cache (`X-Cache: HIT`) when
-   it safely can (`_cacheable`), re-registering the dependent watch of an owned object
-   read that way (which is how watches come back after an operator restart);
+   it safely can (`_cacheable`) and the kind's informer has listed it (a kind's first
+   read starts the informer and goes to the API server rather than wait for the list);
 2. otherwise forwards the request to the API server with the operator's own credentials
    (whatever Authorization the client sent is dropped), streaming watch responses;
+   either way, a GET of an object the run's owner owns re-registers the dependent watch
+   of its kind (which is how watches come back after an operator restart);
 3. leaves `metadata.managedFields` out of every JSON answer (see
    `without_managed_fields`);
 4. on a create by a run, adds the owner reference (or the primary-resource annotations
@@ -151,6 +153,8 @@ class ProxyServer:
         if body and owner is not None and resource is not None and self._injectable(info, resource):
             body, injection = self._with_owner(body, owner, info, resource)
         response = await self._forward(request, info, body)
+        if owner is not None and resource is not None and info.verb == "get":
+            self._reregister_answer(resource, owner, response)
         log.debug(
             "proxy %s %s: %d%s",
             request.method,
@@ -196,7 +200,7 @@ class ProxyServer:
         query: Mapping[str, str],
     ) -> web.Response | None:
         gvk = _gvk(resource)
-        informer = await self._cache.synced(gvk)
+        informer = self._cache.ready(gvk)
         if informer is None:
             return None
         namespace = info.namespace if resource.namespaced else ""
@@ -247,6 +251,22 @@ class ProxyServer:
         namespace = info.namespace if resource.namespaced else ""
         new, injection = inject_owner(obj, owner, namespace=namespace)
         return json.dumps(new).encode(), injection
+
+    def _reregister_answer(
+        self, resource: APIResource, owner: Owner, response: web.StreamResponse
+    ) -> None:
+        """`_reregister` for an object the API server returned (not yet in the cache)."""
+        watch = self._watch_of(owner)
+        if watch is None or self._dependents.watching(_gvk(resource), watch.gvk):
+            return
+        if not isinstance(response, web.Response) or response.status != 200:
+            return
+        try:
+            obj = json.loads(response.body) if isinstance(response.body, bytes) else None
+        except ValueError:
+            return
+        if isinstance(obj, dict):
+            self._reregister(resource, owner, obj)
 
     def _reregister(self, resource: APIResource, owner: Owner, obj: Mapping[str, Any]) -> None:
         owner_key = NamespacedName(namespace=owner.namespace, name=owner.name)

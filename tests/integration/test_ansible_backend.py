@@ -24,7 +24,7 @@ from runner.ansible.backend import LogEvents, RunnerBackend
 from runner.ansible.events import NO_STATS_ERROR, FailedTask
 from runner.ansible.fast import FastBackend
 from runner.ansible.inputs import RunRequest
-from runner.ansible.modexec import IN_PROCESS_NOTE
+from runner.ansible.modexec import FORK_NOTE
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK
 
@@ -635,9 +635,9 @@ async def test_modules_in_process_give_the_results_of_new_interpreters(tmp_path:
     assert results["fast"]["the working directory a module sees"][1]["stdout"] == (
         "<base>/cache.example.com/v1alpha1/Memcached/ns/modules/project"
     )
-    assert IN_PROCESS_NOTE not in outputs["runner"]
+    assert FORK_NOTE not in outputs["runner"]
     for fqn in ("ansible.modules.stat", "ansible.modules.command", "ansible.modules.file"):
-        assert f"{IN_PROCESS_NOTE}: {fqn}" in outputs["fast"]
+        assert f"{FORK_NOTE}: {fqn}" in outputs["fast"]
 
 
 PROBE_MODULE = """\

@@ -244,8 +244,7 @@ async def test_dependent_updates_that_matter_enqueue_the_owner(
         body=configmap("watched"),
     )
     assert status == 201
-    informer = await proxy.cache.synced(CONFIGMAP)  # the dependent watch's informer
-    assert informer is not None
+    informer = proxy.cache.informer(CONFIGMAP)  # the dependent watch's informer
     await wait_until(
         lambda: informer.get(NamespacedName(namespace, "watched")) is not None,
         message="informer has the new ConfigMap",

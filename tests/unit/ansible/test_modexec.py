@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import modexec
+from runner.ansible import inprocess, modexec
 
 
 @pytest.fixture
@@ -52,6 +52,6 @@ def test_removed_source(warm_file: Path) -> None:
 def test_exit_codes_as_python_gives_them(
     code: object, expected: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert modexec._system_exit_code(SystemExit(code)) == expected
+    assert inprocess.system_exit_code(SystemExit(code)) == expected
     if isinstance(code, str):
         assert capsys.readouterr().err == "fatal\n"

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import json
 import os
+import tempfile
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,6 +61,11 @@ _CONFIGURATION_ATTRIBUTES = {
 }
 
 _FALSE_WORDS = frozenset({"0", "false", "no", "n", "off", "f"})
+
+
+_clients: dict[tuple[str, ...], Any] = {}
+"""Clients made in this process, by configuration: a module run in the fast backend's
+process (several per run) reuses the client, its discovery and its connections."""
 
 
 class KubeClientError(Exception):
@@ -133,12 +141,57 @@ def dynamic_client(params: Mapping[str, Any]) -> Any:
     if auth.get("api_key"):
         configuration.api_key = {"authorization": f"Bearer {auth['api_key']}"}
 
+    key = _client_key(configuration)
+    cached = _clients.get(key)
+    if cached is not None:
+        return cached
     try:
-        return dynamic_client_class(client.ApiClient(configuration))
+        dyn = dynamic_client_class(
+            client.ApiClient(configuration), cache_file=discovery_cache_file(configuration.host)
+        )
     except Exception as exc:
         raise KubeClientError(
             f"could not reach the Kubernetes API at {configuration.host}: {exc}"
         ) from exc
+    _clients[key] = dyn
+    return dyn
+
+
+def _client_key(configuration: Any) -> tuple[str, ...]:
+    """What makes two configurations talk to the same API as the same user."""
+    return tuple(
+        repr(getattr(configuration, attribute, None))
+        for attribute in (
+            "host",
+            "username",
+            "password",
+            "api_key",
+            "api_key_prefix",
+            "verify_ssl",
+            "ssl_ca_cert",
+            "cert_file",
+            "key_file",
+            "proxy",
+            "proxy_headers",
+            "assert_hostname",
+            "tls_server_name",
+        )
+    )
+
+
+def discovery_cache_file(host: str) -> str:
+    """The discovery cache of an API server, shared by all users of the same URL.
+
+    The `kubernetes` client keys its file by the server URL, user info included; the
+    operator's API proxy puts the owning CR there, so each CR would discover the API
+    anew into a file of its own. What the API offers does not depend on that.
+    """
+    parts = urllib.parse.urlsplit(host)
+    netloc = parts.netloc.rpartition("@")[2]
+    plain = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    user = str(os.getuid()) if hasattr(os, "getuid") else ""
+    digest = hashlib.sha256(f"{plain}-{user}".encode()).hexdigest()
+    return os.path.join(tempfile.gettempdir(), f"osrcp-{digest}.json")
 
 
 def _load_kubeconfig(config: Any, auth: Mapping[str, Any], configuration: Any) -> None:
