@@ -17,6 +17,9 @@ Modes:
           --idle-seconds with no changes.
   scale   --scale-count no-op CRs exist before the operator starts: time until all are
           Successful, peak RSS.
+  latency --latency-count Memcached CRs created one at a time, each once the operator has
+          settled after the one before: create -> Successful of a single CR with nothing
+          queued, for the first CR after the operator started and over all of them.
 
 How CPU and memory are measured: a sampler thread walks the operator's process tree every
 0.25 s through /proc/<pid>/task/*/children. CPU of the tree at an instant is the sum over
@@ -1029,6 +1032,93 @@ def run_operator(ctx: Context, spec: OperatorSpec, *, mode: str, count: int) -> 
     return result
 
 
+def run_latency(ctx: Context, spec: OperatorSpec, *, count: int) -> dict[str, Any]:
+    """`--mode latency`: CRs created one at a time, each after the operator settled."""
+    core = client.CoreV1Api(ctx.api)
+    custom = client.CustomObjectsApi(ctx.api)
+    namespace = f"lat-{spec.key}-{count}-{uuid.uuid4().hex[:5]}"
+    result: dict[str, Any] = {
+        "operator": spec.label,
+        "namespace": namespace,
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
+    core.create_namespace({"metadata": {"name": namespace}})
+    watch_api = config.new_client_from_config(config_file=str(ctx.kubeconfig))
+    watcher = CRWatcher(watch_api, namespace, successful)
+    op: Running | None = None
+    latencies_s: list[float] = []
+    try:
+        watcher.start()
+        op = start_operator(
+            spec,
+            go_binary=ctx.go_binary,
+            project=REPO,
+            namespace=namespace,
+            kubeconfig=ctx.kubeconfig,
+            work=ctx.work,
+            concurrency=ctx.concurrency,
+        )
+        result["ready_s"] = round(wait_ready(op), 2)
+        time.sleep(1)  # informers synced, queue empty
+        for index in range(count):
+            phase = watcher.new_phase()
+            name = f"m-{index}"
+            sent = time.monotonic()
+            written = custom.create_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": KIND,
+                    "metadata": {"name": name},
+                    "spec": {"size": 1},
+                },
+            )
+            watcher.mark_start(name, sent, written)
+            deadline = sent + ctx.timeout
+            while name not in phase.successful and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if name not in phase.successful:
+                raise RuntimeError(f"{name} not Successful after {ctx.timeout:.0f} s")
+            latencies_s.append(phase.successful[name] - sent)
+            wait_settled(op, quiet=ctx.settle)
+        result["latency"] = latency_figures(latencies_s)
+        log(f"  {spec.label}: {json.dumps(result['latency'])}")
+        result["peak_root_rss_mib"] = mib(_vm_hwm(op.process.pid))
+    finally:
+        watcher.stop()
+        if op is not None:
+            stop_operator(op)
+            if op.rusage is not None:
+                result["lifetime_cpu_s"] = round(op.rusage.ru_utime + op.rusage.ru_stime, 2)
+                result["lifetime_max_single_rss_mib"] = round(op.rusage.ru_maxrss / 1024, 1)
+            result["exit_code"] = op.returncode
+            result["log"] = str(op.log_path)
+        result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+        cleanup(ctx, namespace)
+        if op is not None:
+            shutil.rmtree(op.runner_dir, ignore_errors=True)
+        go_dir = Path("/tmp/ansible-operator/runner", GROUP, VERSION, KIND, namespace)
+        shutil.rmtree(go_dir, ignore_errors=True)
+    return result
+
+
+def latency_figures(latencies_s: list[float]) -> dict[str, Any]:
+    """First (the CR right after the operator started), then the distribution."""
+    rest = latencies_s[1:] or latencies_s
+    return {
+        "crs": len(latencies_s),
+        "first_s": round(latencies_s[0], 3),
+        "p50_s": round(statistics.median(latencies_s), 3),
+        "p95_s": round(percentile(latencies_s, 95) or 0, 3),
+        "p50_after_first_s": round(statistics.median(rest), 3),
+        "min_s": round(min(latencies_s), 3),
+        "max_s": round(max(latencies_s), 3),
+    }
+
+
 def cleanup(ctx: Context, namespace: str) -> None:
     """No operator is left to run the finalizer: drop it, then delete the namespace."""
     custom = client.CustomObjectsApi(ctx.api)
@@ -1093,6 +1183,14 @@ IDLE_ROWS = [
     ("peak_root_rss_mib", "peak RSS operator process (MiB)"),
     ("peak_desc_rss_mib", "peak RSS sum of descendants (MiB)"),
     ("peak_tree_pss_mib", "peak PSS whole tree (MiB)"),
+]
+LATENCY_ROWS = [
+    ("first_s", "create -> Successful, first CR after the start (s)"),
+    ("p50_s", "p50 create -> Successful, all CRs (s)"),
+    ("p95_s", "p95 create -> Successful, all CRs (s)"),
+    ("p50_after_first_s", "p50 create -> Successful, all but the first (s)"),
+    ("min_s", "fastest (s)"),
+    ("max_s", "slowest (s)"),
 ]
 STEADY_ROWS = [
     (key, label.replace("create ->", "change ->")) for key, label in ROWS if "successful" not in key
@@ -1163,6 +1261,10 @@ def section_markdown(report: dict[str, Any], count: str, results: dict[str, Any]
         parts += ["Create:", "", table(results, "create", ROWS), ""]
         parts += ["Every CR's spec changed once (size 1 -> 2; times are change -> converged):"]
         parts += ["", table(results, "steady", STEADY_ROWS)]
+    elif mode == "latency":
+        parts = [f"## {count} CRs, one at a time", ""]
+        parts += ["Each CR created once the operator had settled after the one before:", ""]
+        parts += [table(results, "latency", LATENCY_ROWS)]
     elif mode == "scale":
         parts += [f"{count} CRs (no-op role) exist before the operator starts; times are from"]
         parts += ["the operator's start:", "", table(results, "create", ROWS)]
@@ -1235,7 +1337,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--mode", choices=("create", "steady", "idle", "scale"), default="create")
+    parser.add_argument(
+        "--mode", choices=("create", "steady", "idle", "scale", "latency"), default="create"
+    )
+    parser.add_argument("--latency-count", type=int, default=20)
     parser.add_argument("--counts", default="1,20,100", help="N for create and steady")
     parser.add_argument("--idle-count", type=int, default=1000)
     parser.add_argument("--idle-seconds", type=float, default=60)
@@ -1268,6 +1373,8 @@ def main() -> int:
         counts = [args.idle_count]
     elif args.mode == "scale":
         counts = [args.scale_count]
+    elif args.mode == "latency":
+        counts = [args.latency_count]
     else:
         counts = [int(c) for c in args.counts.split(",") if c.strip()]
 
@@ -1330,7 +1437,10 @@ def main() -> int:
             results: dict[str, dict[str, Any]] = {}
             for spec in specs:
                 try:
-                    results[spec.key] = run_operator(ctx, spec, mode=args.mode, count=count)
+                    if args.mode == "latency":
+                        results[spec.key] = run_latency(ctx, spec, count=count)
+                    else:
+                        results[spec.key] = run_operator(ctx, spec, mode=args.mode, count=count)
                 except Exception as exc:
                     failed = True
                     log(f"  {spec.label} failed: {exc}")

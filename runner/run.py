@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 from runner import watches as watches_mod
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
+from runner.ansible.fastwire import Discovery
 from runner.collections_path import bundled_collections_path
 from runner.durations import parse_duration
 from runner.engine.leader import LeaderElector, LeaderSettings
@@ -43,7 +44,7 @@ from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS
 from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
-from runner.proxy.owner import Owner, proxy_kubeconfig
+from runner.proxy.owner import Owner, proxy_kubeconfig, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK, NamespacedName
 
@@ -53,6 +54,9 @@ log = logging.getLogger("ansible-operator")
 DEFAULT_RUNNER_DIR = "/tmp/ansible-operator/runner"
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
+DISCOVERED_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"))
+"""Looked up at start (besides the watched kinds) to fill the modules' discovery caches:
+the core group and apps, where most of what operator roles manage lives."""
 
 
 def _duration(flag: str, value: str) -> float:
@@ -256,8 +260,15 @@ async def _serve(
             max_artifacts_bytes=args.max_artifacts_bytes,
         )
         stack.push_async_callback(backend.close)
+        discovered = (*DISCOVERED_KINDS, *((w.gvk.api_version, w.gvk.kind) for w in loaded))
+        prefetch = asyncio.create_task(_prefetch_discovery(client, discovered))
+        stack.push_async_callback(_cancelled, prefetch)
         if isinstance(backend, FastBackend):
-            backend.start(envvars=run_env)  # warms up while the watches sync
+            # Warms up while the watches sync, and discovers the API through the proxy.
+            backend.start(
+                envvars=run_env,
+                discovery=Discovery(url=proxy_server(port=port), kinds=discovered),
+            )
         settings = RunSettings(
             kubeconfig=kubeconfig,
             run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),
@@ -310,6 +321,20 @@ async def _serve(
             loop.add_signal_handler(signum, stop.set)
         return await manager.run(stop)
     return 0  # not reached: the stack's body returns
+
+
+async def _prefetch_discovery(client: KubeClient, kinds: Sequence[tuple[str, str]]) -> None:
+    """Look up, in the background, the kinds runs most likely touch first: the proxy then
+    has their paths when the first run asks (best effort)."""
+    for api_version, kind in kinds:
+        with contextlib.suppress(Exception):
+            await client.resource(GVK.from_api_version(api_version, kind))
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:

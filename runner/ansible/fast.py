@@ -110,6 +110,7 @@ class FastBackend(RunnerBackend):
         self._zygotes: dict[tuple[tuple[str, str], ...], _Zygote] = {}
         self._zygotes_lock = threading.Lock()
         self._failed_until = 0.0
+        self._discovery: fastwire.Discovery | None = None
 
     def warming(self) -> bool:
         """A zygote is still warming up: the first runs would wait for it (for /readyz,
@@ -117,12 +118,20 @@ class FastBackend(RunnerBackend):
         with self._zygotes_lock:
             return any(zygote.warming for zygote in self._zygotes.values())
 
-    def start(self, *, envvars: Mapping[str, str] | None = None) -> None:
+    def start(
+        self,
+        *,
+        envvars: Mapping[str, str] | None = None,
+        discovery: fastwire.Discovery | None = None,
+    ) -> None:
         """Start warming up the zygote for runs whose per-run variables are `envvars`.
 
         Optional (the first run starts one otherwise): called when the operator starts,
         the warm-up overlaps the informers' sync and leader election. Does not wait.
+        With `discovery`, this zygote and any that replaces it discover those kinds of
+        the API while warming up.
         """
+        self._discovery = discovery
         with tempfile.TemporaryDirectory(prefix="ansible-operator-prestart-") as scratch:
             environ = {**os.environ, **self._env}
             config = RunnerConfig(
@@ -137,7 +146,10 @@ class FastBackend(RunnerBackend):
         with self._zygotes_lock:
             if key not in self._zygotes:
                 self._zygotes[key] = _Zygote(
-                    self._python, fastwire.zygote_env(env), logger=self._logger
+                    self._python,
+                    fastwire.zygote_env(env),
+                    logger=self._logger,
+                    discovery=self._discovery,
                 )
 
     async def close(self) -> None:
@@ -230,7 +242,12 @@ class FastBackend(RunnerBackend):
             if zygote is None or not zygote.alive:
                 if zygote is not None:
                     retired.append(zygote)  # dead: reap it and remove its directory
-                zygote = _Zygote(self._python, fastwire.zygote_env(env), logger=self._logger)
+                zygote = _Zygote(
+                    self._python,
+                    fastwire.zygote_env(env),
+                    logger=self._logger,
+                    discovery=self._discovery,
+                )
                 self._zygotes[key] = zygote
                 retired += self._retire(keep=key)
             zygote.last_used = time.monotonic()
@@ -306,7 +323,14 @@ class _Run:
 class _Zygote:
     """One `python -m runner.ansible.zygote` process and its control socket."""
 
-    def __init__(self, python: str, env: Mapping[str, str], *, logger: logging.Logger) -> None:
+    def __init__(
+        self,
+        python: str,
+        env: Mapping[str, str],
+        *,
+        logger: logging.Logger,
+        discovery: fastwire.Discovery | None = None,
+    ) -> None:
         self._logger = logger
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # The zygote asks for SIGTERM when the thread starting it ends (PR_SET_PDEATHSIG
@@ -318,6 +342,7 @@ class _Zygote:
                 [
                     *(python, "-m", "runner.ansible.zygote"),
                     *("--fd", str(theirs.fileno()), "--store", self._store),
+                    *(discovery.argv() if discovery is not None else ()),
                 ],
                 env=dict(env),
                 pass_fds=[theirs.fileno()],

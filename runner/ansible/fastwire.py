@@ -33,6 +33,7 @@ __all__ = [
     "MAX_MESSAGE",
     "PER_RUN_ENV",
     "STALE_EXIT",
+    "Discovery",
     "ModuleCommand",
     "WrapperArgs",
     "decode",
@@ -96,6 +97,38 @@ def decode(data: bytes) -> dict[str, Any]:
     if not isinstance(message, dict):
         raise ValueError(f"control message is not an object: {message!r}")
     return message
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What a zygote discovers of the API while it warms up, so that the first run after
+    the operator starts finds the Kubernetes modules' discovery caches filled (later
+    runs would otherwise share the one the first run makes)."""
+
+    url: str
+    """The API proxy as runs reach it, without an owner."""
+    kinds: tuple[tuple[str, str], ...]
+    """(apiVersion, kind) to look up, as a module would."""
+
+    def argv(self) -> list[str]:
+        """The zygote's command-line options for it."""
+        options = ["--discover-url", self.url]
+        for api_version, kind in self.kinds:
+            options += ["--discover-kind", f"{api_version}:{kind}"]
+        return options
+
+    @classmethod
+    def from_argv(cls, url: str | None, kinds: Sequence[str]) -> Discovery | None:
+        """The inverse of `argv` (None without a URL); `ValueError` for a bad kind."""
+        if not url:
+            return None
+        parsed = []
+        for entry in kinds:
+            api_version, _, kind = entry.rpartition(":")
+            if not api_version or not kind:
+                raise ValueError(f"--discover-kind {entry!r} is not <apiVersion>:<kind>")
+            parsed.append((api_version, kind))
+        return cls(url=url, kinds=tuple(parsed))
 
 
 def zygote_env(run_env: Mapping[str, str]) -> dict[str, str]:

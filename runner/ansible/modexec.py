@@ -43,6 +43,7 @@ import os
 import selectors
 import signal
 import sys
+import time
 import traceback
 import types
 import zipfile
@@ -78,6 +79,10 @@ _INTERPRETER_VARIABLES = ("PYTHON", "LC_", "LANG")
 
 _module_path: list[str] = []
 """`sys.path` of a new interpreter, as the zygote found it (set by `install`)."""
+_SOURCES_CHECK_SECONDS = 1.0
+_sources_checked = [float("-inf")]
+"""When `sources_unchanged` last found them unchanged (a run's process checks once at its
+start, then at most once a second: each check stats every file)."""
 _warm_sources: list[tuple[str, int, int]] = []
 """(path, mtime_ns, size) of each collection module the zygote imported (set by `install`):
 a module run in a fork uses those imports, so they must still be what is on disk."""
@@ -255,6 +260,11 @@ def _collection_sources() -> list[tuple[str, int, int]]:
 
 
 def sources_unchanged() -> bool:
+    """No collection file the zygote imported changed on disk (checked at most every
+    `_SOURCES_CHECK_SECONDS`: a run checks at its start, then its modules)."""
+    now = time.monotonic()
+    if now < _sources_checked[0] + _SOURCES_CHECK_SECONDS:
+        return True
     for path, mtime_ns, size in _warm_sources:
         try:
             info = os.stat(path)
@@ -262,6 +272,7 @@ def sources_unchanged() -> bool:
             return False
         if (info.st_mtime_ns, info.st_size) != (mtime_ns, size):
             return False
+    _sources_checked[0] = now
     return True
 
 

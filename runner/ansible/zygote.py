@@ -63,7 +63,8 @@ from runner.ansible import direct, fastwire, inline, inprocess, modexec, payload
 __all__ = ["main", "warm_up"]
 
 PROFILE_ENV = "ANSIBLE_OPERATOR_ZYGOTE_PROFILE"
-"""A directory: each run writes a cProfile of its ansible-playbook there (diagnostics)."""
+"""A directory: each run writes a cProfile of its ansible-playbook there (diagnostics;
+its tasks and in-process modules are in it)."""
 _PR_SET_PDEATHSIG = 1
 _KILL_TIMEOUT = 5.0
 
@@ -137,17 +138,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner.ansible.zygote")
     parser.add_argument("--fd", type=int, required=True, help="the control socket")
     parser.add_argument("--store", required=True, help="a private directory, removed at the end")
+    parser.add_argument("--discover-url", help="the API to discover while warming up")
+    parser.add_argument(
+        "--discover-kind", action="append", default=[], help="<apiVersion>:<kind> to look up"
+    )
     args = parser.parse_args(argv)
+    discovery = fastwire.Discovery.from_argv(args.discover_url, args.discover_kind)
     # The store goes with the zygote however it ends (the operator killed with -9 sends it
     # SIGTERM through the parent-death signal); forked runs leave through os._exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # until serve() takes over
     try:
-        return _warm_and_serve(socket.socket(fileno=args.fd), args.store)
+        return _warm_and_serve(socket.socket(fileno=args.fd), args.store, discovery)
     finally:
         shutil.rmtree(args.store, ignore_errors=True)
 
 
-def _warm_and_serve(control: socket.socket, store: str) -> int:
+def _warm_and_serve(
+    control: socket.socket, store: str, discovery: fastwire.Discovery | None
+) -> int:
     _die_with_parent(signal.SIGTERM)
     # `-m` put the start directory first; a new interpreter has only the rest.
     base_path = list(sys.path[1:])
@@ -163,9 +171,13 @@ def _warm_and_serve(control: socket.socket, store: str) -> int:
     modexec.install(sys_path=base_path)
     payloads.install(os.path.join(store, "payloads"))
     direct.install()
-    direct.warm(_module_paths(WARM_MODULES))
+    warm_modules = _module_paths(WARM_MODULES)
+    direct.warm([path for path, _ in warm_modules])
     inline.install()
     inprocess.install()
+    inprocess.warm([fqn for _, fqn in warm_modules])
+    if discovery is not None:
+        errors += inprocess.discover(discovery.url, discovery.kinds)
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()
@@ -241,19 +253,23 @@ def _quiet() -> Iterator[None]:
             os.close(fd)
 
 
-def _module_paths(names: Iterable[str]) -> list[str]:
-    """The files of these modules, as the module loader resolves them (those it finds)."""
+def _module_paths(names: Iterable[str]) -> list[tuple[str, str]]:
+    """(file, Python name) of these modules, as the module loader resolves them (those it
+    finds)."""
+    from ansible.executor import module_common
     from ansible.plugins import loader
 
-    paths = []
+    found_modules = []
     for name in names:
         try:
             found = loader.module_loader.find_plugin_with_context(name)
+            if not found.resolved or not found.plugin_resolved_path:
+                continue
+            path = str(found.plugin_resolved_path)
+            found_modules.append((path, module_common._get_ansible_module_fqn(path)))
         except Exception:  # warm-up is best effort
             continue
-        if found.resolved and found.plugin_resolved_path:
-            paths.append(str(found.plugin_resolved_path))
-    return paths
+    return found_modules
 
 
 def _import_module_utils(collection: str) -> list[str]:
@@ -576,7 +592,6 @@ def _playbook(argv: list[str]) -> int:
 
         profiler = cProfile.Profile()
         profiler.enable()
-        _profile_workers(profile_dir)
     try:
         PlaybookCLI.cli_executor(argv)
     except SystemExit as exc:
@@ -590,26 +605,6 @@ def _playbook(argv: list[str]) -> int:
         print(exc.code, file=sys.stderr)
         return 1
     return 0
-
-
-def _profile_workers(profile_dir: str) -> None:
-    """Diagnostics: each task's worker process writes its own profile too."""
-    import cProfile
-
-    from ansible.executor.process.worker import WorkerProcess
-
-    real = WorkerProcess._run
-
-    def profiled(self: Any) -> Any:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        try:
-            return real(self)
-        finally:
-            profiler.disable()
-            profiler.dump_stats(os.path.join(profile_dir, f"worker-{os.getpid()}.prof"))
-
-    WorkerProcess._run = profiled
 
 
 if __name__ == "__main__":  # pragma: no cover

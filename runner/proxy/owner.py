@@ -310,6 +310,13 @@ def owners_of(obj: Mapping[str, Any], *, group: str, kind: str) -> list[Namespac
 # --- the run's kubeconfig -------------------------------------------------------------
 
 
+def proxy_server(*, port: int, host: str = "localhost", user: str | None = None) -> str:
+    """The proxy's URL as a run's kubeconfig names it (with the owner as `user`)."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address in a URL
+    return f"http://{user}@{host}:{port}" if user else f"http://{host}:{port}"
+
+
 def proxy_kubeconfig(owner: Owner, *, port: int, host: str = "localhost") -> dict[str, Any]:
     """The kubeconfig a run for `owner` uses: the proxy, with the owner as its user.
 
@@ -320,8 +327,6 @@ def proxy_kubeconfig(owner: Owner, *, port: int, host: str = "localhost") -> dic
     owner is `/proxy-server`, as in the original; it sets no default namespace.
     """
     username = encode_owner(owner)
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 address in a URL
     context = f"{owner.namespace}/{PROXY_CLUSTER}"
     return {
         "apiVersion": "v1",
@@ -331,7 +336,7 @@ def proxy_kubeconfig(owner: Owner, *, port: int, host: str = "localhost") -> dic
                 "name": PROXY_CLUSTER,
                 "cluster": {
                     "insecure-skip-tls-verify": True,
-                    "server": f"http://{username}@{host}:{port}",
+                    "server": proxy_server(port=port, host=host, user=username),
                 },
             }
         ],

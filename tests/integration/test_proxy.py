@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import socket
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -186,7 +188,13 @@ async def test_cross_namespace_create_gets_annotations(
         assert annotations[PRIMARY_RESOURCE_ANNOTATION] == f"{owner.namespace}/owner"
         assert annotations[PRIMARY_RESOURCE_TYPE_ANNOTATION] == "Memcached.cache.example.com"
 
-        # Deleting it (by anyone) reconciles the owner.
+        # Once the dependent watch has listed it, deleting it (by anyone) reconciles the
+        # owner. (Deleted before that first list, the watch would never have seen it.)
+        informer = proxy.cache.informer(CONFIGMAP)
+        await wait_until(
+            lambda: informer.get(NamespacedName(other, "remote")) is not None,
+            message="the dependent watch has the ConfigMap",
+        )
         await kube.delete(CONFIGMAP, name="remote", namespace=other)
         await wait_until(lambda: (MEMCACHED, owner.key) in proxy.enqueued, message="owner enqueued")
     finally:
@@ -309,3 +317,60 @@ async def wait_until_value(probe: Callable[[], Any], *, message: str, timeout: f
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s: {message}")
         await asyncio.sleep(0.1)
+
+
+FINDER = """\
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+from runner.collections_path import bundled_collections_path
+_AnsibleCollectionFinder(paths=[str(bundled_collections_path())])._install()
+"""
+
+DISCOVER = FINDER + """\
+import json, sys
+from runner.ansible import inprocess
+inprocess.install()
+print(json.dumps(inprocess.discover(sys.argv[1], [("v1", "ConfigMap"), ("apps/v1", "Deployment")])))
+"""
+
+RESOLVE_AS_OWNER = FINDER + """\
+import importlib, sys
+from kubernetes import client
+from runner.ansible import inprocess
+inprocess.install()
+k8s = importlib.import_module("ansible_collections.kubernetes.core.plugins.module_utils.k8s.client")
+configuration = client.Configuration()
+configuration.host = sys.argv[1]
+found = k8s.create_api_client(configuration).resources.get(api_version="apps/v1", kind="Deployment")
+print(found.name)
+"""
+
+
+async def python(*args: str, tmp: Path) -> str:
+    """Run this interpreter off the event loop the proxy serves on; its stdout."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, *args, env=env, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode == 0
+    return out.decode()
+
+
+async def test_discovery_at_warm_up_fills_the_caches_every_owner_reads(
+    start_proxy: Callable[..., Any], owner: Owner, tmp_path: Path
+) -> None:
+    """The zygote's discovery (no owner in the URL) writes the discovery caches of
+    `kubernetes.core` and `operator_sdk.util`; a module of any owner then finds what it
+    looks up there and asks the API nothing."""
+    proxy = await start_proxy()
+    assert json.loads(await python("-c", DISCOVER, proxy.url, tmp=tmp_path)) == []
+    names = sorted(path.name.split("-")[0] for path in tmp_path.iterdir())
+    assert names == ["k8srcp", "osrcp"]
+    for path in tmp_path.iterdir():
+        content = path.read_text()
+        assert "configmaps" in content and "deployments" in content
+
+    before = proxy.server.stats.requests
+    as_owner = proxy.url.replace("http://", f"http://{encode_owner(owner)}@")
+    assert (await python("-c", RESOLVE_AS_OWNER, as_owner, tmp=tmp_path)).strip() == "deployments"
+    assert proxy.server.stats.requests == before

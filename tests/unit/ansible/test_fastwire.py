@@ -11,6 +11,7 @@ import pytest
 from runner.ansible.fastwire import (
     MAX_MESSAGE,
     PER_RUN_ENV,
+    Discovery,
     ModuleCommand,
     WrapperArgs,
     decode,
@@ -205,3 +206,21 @@ def test_exit_code(status: int, expected: int | None) -> None:
     assert exit_code(status) == expected
     if expected is not None:
         assert os.waitstatus_to_exitcode(status) == expected
+
+
+def test_discovery_round_trips_through_the_zygote_command_line() -> None:
+    discovery = Discovery(
+        url="http://localhost:8888",
+        kinds=(("v1", "ConfigMap"), ("cache.example.com/v1alpha1", "Memcached")),
+    )
+    argv = discovery.argv()
+    urls = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--discover-url"]
+    kinds = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--discover-kind"]
+    assert Discovery.from_argv(urls[0], kinds) == discovery
+    assert Discovery.from_argv(None, kinds) is None
+
+
+@pytest.mark.parametrize("kind", ["ConfigMap", ":ConfigMap", "v1:"])
+def test_discovery_refuses_a_kind_without_its_api_version(kind: str) -> None:
+    with pytest.raises(ValueError, match=kind):
+        Discovery.from_argv("http://localhost:1", [kind])

@@ -17,6 +17,7 @@ def warm_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_text("ANSWER = 1\n")
     info = path.stat()
     monkeypatch.setattr(modexec, "_warm_sources", [(str(path), info.st_mtime_ns, info.st_size)])
+    monkeypatch.setattr(modexec, "_sources_checked", [float("-inf")])
     return path
 
 
@@ -37,6 +38,14 @@ def test_touched_source(warm_file: Path) -> None:
 
 def test_removed_source(warm_file: Path) -> None:
     warm_file.unlink()
+    assert not modexec.sources_unchanged()
+
+
+def test_a_check_holds_for_a_second(warm_file: Path) -> None:
+    assert modexec.sources_unchanged()
+    warm_file.write_text("ANSWER = 22\n")
+    assert modexec.sources_unchanged()  # checked a moment ago
+    modexec._sources_checked[0] -= 2
     assert not modexec.sources_unchanged()
 
 

@@ -24,6 +24,7 @@ from runner.proxy.owner import (
     owner_reference,
     owners_of,
     proxy_kubeconfig,
+    proxy_server,
 )
 from runner.structs import NamespacedName
 
@@ -771,6 +772,18 @@ def test_proxy_kubeconfig_follows_port_and_host(
     assert config["clusters"][0]["cluster"]["server"] == f"http://{encode_owner(owner)}@{server}"
     assert config["current-context"] == context
     assert config["contexts"][0]["name"] == context
+
+
+@pytest.mark.parametrize(
+    ("host", "user", "url"),
+    [
+        pytest.param("localhost", None, "http://localhost:8888", id="no-owner"),
+        pytest.param("::1", None, "http://[::1]:8888", id="ipv6"),
+        pytest.param("localhost", "b3duZXI", "http://b3duZXI@localhost:8888", id="owner"),
+    ],
+)
+def test_proxy_server(host: str, user: str | None, url: str) -> None:
+    assert proxy_server(port=8888, host=host, user=user) == url
 
 
 @pytest.mark.parametrize(
