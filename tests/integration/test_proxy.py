@@ -325,14 +325,19 @@ from runner.collections_path import bundled_collections_path
 _AnsibleCollectionFinder(paths=[str(bundled_collections_path())])._install()
 """
 
-DISCOVER = FINDER + """\
+DISCOVER = (
+    FINDER
+    + """\
 import json, sys
 from runner.ansible import inprocess
 inprocess.install()
 print(json.dumps(inprocess.discover(sys.argv[1], [("v1", "ConfigMap"), ("apps/v1", "Deployment")])))
 """
+)
 
-RESOLVE_AS_OWNER = FINDER + """\
+RESOLVE_AS_OWNER = (
+    FINDER
+    + """\
 import importlib, sys
 from kubernetes import client
 from runner.ansible import inprocess
@@ -343,6 +348,7 @@ configuration.host = sys.argv[1]
 found = k8s.create_api_client(configuration).resources.get(api_version="apps/v1", kind="Deployment")
 print(found.name)
 """
+)
 
 
 async def python(*args: str, tmp: Path) -> str:
