@@ -448,10 +448,12 @@ def _run_child(spec_path: str, tty: int, *, base_path: list[str]) -> NoReturn:  
             spec = json.load(handle)
         program = str(Path(sys.executable).parent / "ansible-playbook")
         argv = fastwire.playbook_argv(spec["command"], program=program)
+        # The zygote's exit handlers are the zygote's; the run's own (its local temp
+        # directory's removal, registered as `_enter` makes it) run at its end.
+        atexit._clear()
         _enter(spec["env"], spec["cwd"])
         sys.argv = argv
         sys.path[:] = [os.path.dirname(program), *base_path]
-        atexit._clear()  # the zygote's handlers are the zygote's
         code = _playbook(argv)
     except BaseException:
         traceback.print_exc()

@@ -342,6 +342,25 @@ async def test_artifacts_rotated_and_latest_is_newest(
     assert os.readlink(data_dir / "artifacts/latest") == idents[3]
 
 
+async def test_runs_leave_no_temporary_directories(
+    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+) -> None:
+    """Each ansible-playbook makes a local temp directory (`ansible-local-<pid>...`) and
+    each file-transferring action a remote one (`ansible-tmp-...`); both go at the end."""
+    local_temp, remote_temp = tmp_path / "local", tmp_path / "remote"
+    env = {**FAST, "ANSIBLE_LOCAL_TEMP": str(local_temp), "ANSIBLE_REMOTE_TEMP": str(remote_temp)}
+    backend = backend_type(tmp_path / "runner", env=env)
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    try:
+        for _ in range(3):
+            result = await backend.run(request("temp", out_dir=out_dir, role=role))
+            assert not result.failed, result.failure_message
+    finally:
+        await backend.close()
+    assert sorted(local_temp.iterdir()) == []
+    assert sorted(remote_temp.iterdir()) == []
+
+
 async def test_environment_reaches_the_role(
     tmp_path: Path,
     out_dir: Path,
