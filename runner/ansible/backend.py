@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -135,6 +136,10 @@ class RunnerBackend:
         self._debug_logs = debug_logs
         self._logger = logger or logging.getLogger("runner.ansible")
         self._env = dict(env or {})
+        # Module payloads are shared between runs through a private store, made at the
+        # first run (`callback_plugins/`; the fast backend's zygote shares them too).
+        self._payload_store: str | None = None
+        self._payload_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ansible")
         self._cancels: set[threading.Event] = set()
         self._closed = False
@@ -251,6 +256,8 @@ class RunnerBackend:
             cancel.set()
         await asyncio.to_thread(self._executor.shutdown, wait=True)
         await asyncio.to_thread(self._disk_executor.shutdown, wait=True)
+        if self._payload_store is not None:
+            await asyncio.to_thread(shutil.rmtree, self._payload_store, True)
 
     # -- the worker thread --------------------------------------------------------------
 
@@ -261,7 +268,8 @@ class RunnerBackend:
         deliver: EventCallback | None,
     ) -> RunResult:
         data_dir = self.data_dir(request)
-        environ = {**os.environ, **self._env}
+        env = self._run_variables()
+        environ = {**os.environ, **env}
         log = _RunLog(self._logger, request, log_events=self._log_events, debug=self._debug_logs)
         collector = EventCollector()
 
@@ -282,7 +290,7 @@ class RunnerBackend:
         with self._layout_lock:
             write_inputs(data_dir, request, environ=environ)
         config_kwargs = runner_config(request, data_dir=data_dir, environ=environ)
-        config_kwargs["envvars"] = _run_env(self._env, config_kwargs["envvars"], environ)
+        config_kwargs["envvars"] = _run_env(env, config_kwargs["envvars"], environ)
         try:
             config = RunnerConfig(**config_kwargs)
             config.prepare()
@@ -304,6 +312,14 @@ class RunnerBackend:
             stdout = _read_stdout(data_dir, request.ident)
             raise AnsibleRunError(f"{NO_STATS_ERROR}: {no_stats_reason(stdout, rc)}")
         return result
+
+    def _run_variables(self) -> dict[str, str]:
+        """What every run gets on top of the operator's environment: the backend's
+        variables and those of the payload sharing."""
+        with self._payload_lock:
+            if self._payload_store is None:
+                self._payload_store = tempfile.mkdtemp(prefix="ansible-operator-payloads-")
+        return {**self._env, **_payload_sharing(self._env, self._payload_store)}
 
     def _execute(
         self,
@@ -422,6 +438,19 @@ def _write_file(path: Path, content: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(content)
+
+
+PAYLOAD_CALLBACK_DIR = Path(__file__).resolve().parent / "callback_plugins"
+"""Holds `ansible_operator_payloads`, the callback plugin that shares module payloads."""
+PAYLOAD_STORE_ENV = "ANSIBLE_OPERATOR_PAYLOAD_STORE"
+
+
+def _payload_sharing(env: Mapping[str, str], store: str) -> dict[str, str]:
+    """The variables that load the payload-sharing callback plugin into every run: its
+    directory before any the operator was given (ansible-runner appends its own)."""
+    given = env.get("ANSIBLE_CALLBACK_PLUGINS", os.environ.get("ANSIBLE_CALLBACK_PLUGINS", ""))
+    paths = [str(PAYLOAD_CALLBACK_DIR), *(p for p in given.split(os.pathsep) if p)]
+    return {"ANSIBLE_CALLBACK_PLUGINS": os.pathsep.join(paths), PAYLOAD_STORE_ENV: store}
 
 
 def _run_env(

@@ -133,12 +133,13 @@ class FastBackend(RunnerBackend):
         """
         self._discovery = discovery
         with tempfile.TemporaryDirectory(prefix="ansible-operator-prestart-") as scratch:
-            environ = {**os.environ, **self._env}
+            env = self._run_variables()
+            environ = {**os.environ, **env}
             config = RunnerConfig(
                 private_data_dir=scratch,
                 playbook="prestart.yml",
                 ident="prestart",
-                envvars={**_run_env(self._env, {}, environ), **dict(envvars or {})},
+                envvars={**_run_env(env, {}, environ), **dict(envvars or {})},
             )
             config.prepare_env()
             env = dict(config.env)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from runner.ansible.artifacts import list_runs, read_events
-from runner.ansible.backend import LogEvents, RunnerBackend
+from runner.ansible.backend import PAYLOAD_STORE_ENV, LogEvents, RunnerBackend
 from runner.ansible.events import NO_STATS_ERROR, FailedTask
 from runner.ansible.fast import FastBackend
 from runner.ansible.inputs import RunRequest
@@ -359,6 +359,27 @@ async def test_runs_leave_no_temporary_directories(
         await backend.close()
     assert sorted(local_temp.iterdir()) == []
     assert sorted(remote_temp.iterdir()) == []
+
+
+async def test_the_runner_backend_builds_a_module_payload_once(
+    tmp_path: Path, out_dir: Path
+) -> None:
+    """Every ansible-playbook of the runner backend loads the payload-sharing callback:
+    the first run stores each module's payload, later runs reuse it."""
+    backend = RunnerBackend(tmp_path / "runner", env=FAST)
+    role = write_role(tmp_path, "hello", HELLO_TASKS)
+    stored: list[list[str]] = []
+    try:
+        for name in ("first", "second"):
+            result = await backend.run(request(name, out_dir=out_dir, role=role))
+            assert not result.failed, result.failure_message
+            store = Path(backend._run_variables()[PAYLOAD_STORE_ENV])
+            stored.append(sorted(p.name for p in store.glob("*.pickle")))
+    finally:
+        await backend.close()
+    assert stored[0]  # `copy` and the modules it calls
+    assert stored[1] == stored[0]
+    assert not store.exists()  # removed when the backend closes
 
 
 async def test_environment_reaches_the_role(
