@@ -44,12 +44,9 @@ def controller() -> Iterator[None]:
         _internal.is_controller = saved
 
 
-def test_the_module_sees_a_new_interpreter_and_everything_is_put_back(
-    tmp_path: Path, controller: None
-) -> None:
-    from ansible.module_utils import _internal
-
-    before = (
+def process_state() -> tuple[object, ...]:
+    """What a module run in process may change and must put back."""
+    return (
         dict(os.environ),
         os.getcwd(),
         list(sys.path),
@@ -57,6 +54,14 @@ def test_the_module_sees_a_new_interpreter_and_everything_is_put_back(
         sys.stdout,
         signal.getsignal(signal.SIGUSR1),
     )
+
+
+def test_the_module_sees_a_new_interpreter_and_everything_is_put_back(
+    tmp_path: Path, controller: None
+) -> None:
+    from ansible.module_utils import _internal
+
+    before = process_state()
     umask = os.umask(0o022)
     os.umask(umask)
 
@@ -70,15 +75,7 @@ def test_the_module_sees_a_new_interpreter_and_everything_is_put_back(
     assert rc == 3
     assert out.decode() == f"from the task {tmp_path} {tmp_path} [''] False\n"
     assert err == b"to stderr\n"
-    after = (
-        dict(os.environ),
-        os.getcwd(),
-        list(sys.path),
-        sys.argv,
-        sys.stdout,
-        signal.getsignal(signal.SIGUSR1),
-    )
-    assert after == before
+    assert process_state() == before
     assert os.umask(umask) == umask
     assert _internal.is_controller is True
 
