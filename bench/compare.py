@@ -915,20 +915,11 @@ def measure_phase(
 
 
 def run_operator(ctx: Context, spec: OperatorSpec, *, mode: str, count: int) -> dict[str, Any]:
-    core = client.CoreV1Api(ctx.api)
     custom = client.CustomObjectsApi(ctx.api)
-    namespace = f"cmp-{spec.key}-{count}-{uuid.uuid4().hex[:5]}"
     noop = mode in ("idle", "scale")
     project = noop_project(ctx.work) if noop else REPO
     predicate = successful if noop else converged_memcached
-    result: dict[str, Any] = {
-        "operator": spec.label,
-        "namespace": namespace,
-        "load_before": [round(x, 2) for x in os.getloadavg()],
-    }
-    core.create_namespace({"metadata": {"name": namespace}})
-    watch_api = config.new_client_from_config(config_file=str(ctx.kubeconfig))
-    watcher = CRWatcher(watch_api, namespace, predicate)
+    namespace, watcher, result = set_up(ctx, spec, f"cmp-{spec.key}-{count}", predicate)
     op: Running | None = None
     try:
         if mode == "scale":
@@ -1015,36 +1006,14 @@ def run_operator(ctx: Context, spec: OperatorSpec, *, mode: str, count: int) -> 
             result["crs"] = cr_state(watcher.snapshot())
         result["peak_root_rss_mib"] = mib(_vm_hwm(op.process.pid))
     finally:
-        watcher.stop()
-        if op is not None:
-            stop_operator(op)
-            if op.rusage is not None:
-                result["lifetime_cpu_s"] = round(op.rusage.ru_utime + op.rusage.ru_stime, 2)
-                result["lifetime_max_single_rss_mib"] = round(op.rusage.ru_maxrss / 1024, 1)
-            result["exit_code"] = op.returncode
-            result["log"] = str(op.log_path)
-        result["load_after"] = [round(x, 2) for x in os.getloadavg()]
-        cleanup(ctx, namespace)
-        if op is not None:
-            shutil.rmtree(op.runner_dir, ignore_errors=True)
-        go_dir = Path("/tmp/ansible-operator/runner", GROUP, VERSION, KIND, namespace)
-        shutil.rmtree(go_dir, ignore_errors=True)
+        tear_down(ctx, op, watcher, namespace, result)
     return result
 
 
 def run_latency(ctx: Context, spec: OperatorSpec, *, count: int) -> dict[str, Any]:
     """`--mode latency`: CRs created one at a time, each after the operator settled."""
-    core = client.CoreV1Api(ctx.api)
     custom = client.CustomObjectsApi(ctx.api)
-    namespace = f"lat-{spec.key}-{count}-{uuid.uuid4().hex[:5]}"
-    result: dict[str, Any] = {
-        "operator": spec.label,
-        "namespace": namespace,
-        "load_before": [round(x, 2) for x in os.getloadavg()],
-    }
-    core.create_namespace({"metadata": {"name": namespace}})
-    watch_api = config.new_client_from_config(config_file=str(ctx.kubeconfig))
-    watcher = CRWatcher(watch_api, namespace, successful)
+    namespace, watcher, result = set_up(ctx, spec, f"lat-{spec.key}-{count}", successful)
     op: Running | None = None
     latencies_s: list[float] = []
     try:
@@ -1088,21 +1057,44 @@ def run_latency(ctx: Context, spec: OperatorSpec, *, count: int) -> dict[str, An
         log(f"  {spec.label}: {json.dumps(result['latency'])}")
         result["peak_root_rss_mib"] = mib(_vm_hwm(op.process.pid))
     finally:
-        watcher.stop()
-        if op is not None:
-            stop_operator(op)
-            if op.rusage is not None:
-                result["lifetime_cpu_s"] = round(op.rusage.ru_utime + op.rusage.ru_stime, 2)
-                result["lifetime_max_single_rss_mib"] = round(op.rusage.ru_maxrss / 1024, 1)
-            result["exit_code"] = op.returncode
-            result["log"] = str(op.log_path)
-        result["load_after"] = [round(x, 2) for x in os.getloadavg()]
-        cleanup(ctx, namespace)
-        if op is not None:
-            shutil.rmtree(op.runner_dir, ignore_errors=True)
-        go_dir = Path("/tmp/ansible-operator/runner", GROUP, VERSION, KIND, namespace)
-        shutil.rmtree(go_dir, ignore_errors=True)
+        tear_down(ctx, op, watcher, namespace, result)
     return result
+
+
+def set_up(
+    ctx: Context, spec: OperatorSpec, prefix: str, predicate: Callable[[dict[str, Any]], bool]
+) -> tuple[str, CRWatcher, dict[str, Any]]:
+    """A new namespace for one operator's run, a watcher of its CRs, and the result so far."""
+    namespace = f"{prefix}-{uuid.uuid4().hex[:5]}"
+    client.CoreV1Api(ctx.api).create_namespace({"metadata": {"name": namespace}})
+    watch_api = config.new_client_from_config(config_file=str(ctx.kubeconfig))
+    watcher = CRWatcher(watch_api, namespace, predicate)
+    result: dict[str, Any] = {
+        "operator": spec.label,
+        "namespace": namespace,
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
+    return namespace, watcher, result
+
+
+def tear_down(
+    ctx: Context, op: Running | None, watcher: CRWatcher, namespace: str, result: dict[str, Any]
+) -> None:
+    """Stop the watcher and the operator, record its lifetime figures, remove what it left."""
+    watcher.stop()
+    if op is not None:
+        stop_operator(op)
+        if op.rusage is not None:
+            result["lifetime_cpu_s"] = round(op.rusage.ru_utime + op.rusage.ru_stime, 2)
+            result["lifetime_max_single_rss_mib"] = round(op.rusage.ru_maxrss / 1024, 1)
+        result["exit_code"] = op.returncode
+        result["log"] = str(op.log_path)
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    cleanup(ctx, namespace)
+    if op is not None:
+        shutil.rmtree(op.runner_dir, ignore_errors=True)
+    go_dir = Path("/tmp/ansible-operator/runner", GROUP, VERSION, KIND, namespace)
+    shutil.rmtree(go_dir, ignore_errors=True)
 
 
 def latency_figures(latencies_s: list[float]) -> dict[str, Any]:
@@ -1121,8 +1113,8 @@ def latency_figures(latencies_s: list[float]) -> dict[str, Any]:
 
 def cleanup(ctx: Context, namespace: str) -> None:
     """No operator is left to run the finalizer: drop it, then delete the namespace."""
-    custom = client.CustomObjectsApi(ctx.api)
     core = client.CoreV1Api(ctx.api)
+    custom = client.CustomObjectsApi(ctx.api)
     try:
         items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
 

@@ -183,7 +183,7 @@ def _direct(module_common: Any, kwargs: Mapping[str, Any]) -> Any:
         arguments,
         remote_is_local=bool(kwargs.get("remote_is_local")),
     )
-    if not _this_interpreter(str(chosen)):
+    if not this_interpreter(str(chosen)):
         return None
     profile = _profile(module_common, str(kwargs.get("module_name")), data)
     return module_common._BuiltModule(
@@ -219,7 +219,7 @@ def _imports_as(fqn: str, path: str) -> bool:
         return False
 
 
-def _this_interpreter(path: str) -> bool:
+def this_interpreter(path: str) -> bool:
     """The same Python binary in the same directory (so the same virtualenv)."""
     current = sys.executable
     if os.path.dirname(os.path.abspath(path)) != os.path.dirname(os.path.abspath(current)):

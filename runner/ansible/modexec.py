@@ -188,7 +188,7 @@ def _module_command(
     """(the command, the module, whether it is a direct program) to run without a new
     interpreter, or None: the real `local` connection runs it."""
     command = parse_module_command(cmd, executable=_executable(connection))
-    if command is None or not _same_interpreter(command.interpreter):
+    if command is None or not direct.this_interpreter(command.interpreter):
         return None
     if connection.cwd:
         command = dataclasses.replace(command, cwd=os.fsdecode(connection.cwd))
@@ -215,17 +215,6 @@ def _shell_command(connection: Any, cmd: str) -> tuple[int, bytes, bytes] | None
 
 def _executable(connection: Any) -> str:
     return str(connection._play_context.executable or "/bin/sh")
-
-
-def _same_interpreter(path: str) -> bool:
-    """The same Python binary in the same directory (so the same virtualenv)."""
-    current = sys.executable
-    if os.path.dirname(os.path.abspath(path)) != os.path.dirname(os.path.abspath(current)):
-        return False
-    try:
-        return os.path.samefile(path, current)
-    except OSError:
-        return False
 
 
 def _same_source(fqn: str, zip_data: str, member: str) -> bool:

@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runner.ansible import direct, fastwire, inline, inprocess, modexec, payloads
+from runner.ansible import direct, fastwire, inline, kubemodules, modexec, payloads
 
 __all__ = ["main", "warm_up"]
 
@@ -174,10 +174,10 @@ def _warm_and_serve(
     warm_modules = _module_paths(WARM_MODULES)
     direct.warm([path for path, _ in warm_modules])
     inline.install()
-    inprocess.install()
-    inprocess.warm([fqn for _, fqn in warm_modules])
+    kubemodules.install()
+    kubemodules.warm([fqn for _, fqn in warm_modules])
     if discovery is not None:
-        errors += inprocess.discover(discovery.url, discovery.kinds)
+        errors += kubemodules.discover(discovery.url, discovery.kinds)
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()

@@ -329,9 +329,10 @@ DISCOVER = (
     FINDER
     + """\
 import json, sys
-from runner.ansible import inprocess
-inprocess.install()
-print(json.dumps(inprocess.discover(sys.argv[1], [("v1", "ConfigMap"), ("apps/v1", "Deployment")])))
+from runner.ansible import kubemodules
+kubemodules.install()
+kinds = [("v1", "ConfigMap"), ("apps/v1", "Deployment")]
+print(json.dumps(kubemodules.discover(sys.argv[1], kinds)))
 """
 )
 
@@ -340,8 +341,8 @@ RESOLVE_AS_OWNER = (
     + """\
 import importlib, sys
 from kubernetes import client
-from runner.ansible import inprocess
-inprocess.install()
+from runner.ansible import kubemodules
+kubemodules.install()
 k8s = importlib.import_module("ansible_collections.kubernetes.core.plugins.module_utils.k8s.client")
 configuration = client.Configuration()
 configuration.host = sys.argv[1]
