@@ -896,7 +896,8 @@ def measure_phase(
     (`before`, `runs_before`: the sample and run count taken when the phase began)."""
     ok = wait_converged(op, watcher, count, ctx.timeout, label)
     at_converged, runs_converged = op.sampler.sample(), op.runs()
-    runs_settled = wait_settled(op, quiet=ctx.settle)
+    # An operator that did not converge in time would not settle either: no waiting for it.
+    runs_settled = wait_settled(op, quiet=ctx.settle) if ok else runs_converged
     figures = phase_figures(
         op,
         phase,
