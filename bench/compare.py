@@ -638,23 +638,31 @@ def create_crs(
 ) -> float:
     """Create `count` CRs at once (8 client threads); return when the burst began."""
     custom = client.CustomObjectsApi(api)
-
-    def one(index: int) -> None:
-        name = f"{prefix}-{index}"
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": KIND,
-            "metadata": {"name": name},
-            "spec": {"size": 1},
-        }
-        sent = time.monotonic()
-        written = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
-        watcher.mark_start(name, sent, written)
-
     began = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(one, range(count)))
+        list(
+            pool.map(
+                lambda index: create_cr(custom, watcher, namespace, f"{prefix}-{index}"),
+                range(count),
+            )
+        )
     return began
+
+
+def create_cr(
+    custom: client.CustomObjectsApi, watcher: CRWatcher, namespace: str, name: str
+) -> float:
+    """Create one CR (size 1) and tell the watcher when; return when it was sent."""
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "metadata": {"name": name},
+        "spec": {"size": 1},
+    }
+    sent = time.monotonic()
+    written = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+    watcher.mark_start(name, sent, written)
+    return sent
 
 
 def wait_converged(
@@ -1033,20 +1041,7 @@ def run_latency(ctx: Context, spec: OperatorSpec, *, count: int) -> dict[str, An
         for index in range(count):
             phase = watcher.new_phase()
             name = f"m-{index}"
-            sent = time.monotonic()
-            written = custom.create_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                PLURAL,
-                {
-                    "apiVersion": f"{GROUP}/{VERSION}",
-                    "kind": KIND,
-                    "metadata": {"name": name},
-                    "spec": {"size": 1},
-                },
-            )
-            watcher.mark_start(name, sent, written)
+            sent = create_cr(custom, watcher, namespace, name)
             deadline = sent + ctx.timeout
             while name not in phase.successful and time.monotonic() < deadline:
                 time.sleep(0.002)

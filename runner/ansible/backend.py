@@ -44,7 +44,7 @@ from typing import Any, Literal, Protocol
 
 from ansible_runner import Runner, RunnerConfig
 
-from runner.ansible import artifacts, disk
+from runner.ansible import artifacts, disk, payloads
 from runner.ansible.events import (
     NO_STATS_ERROR,
     EventCollector,
@@ -442,7 +442,6 @@ def _write_file(path: Path, content: str) -> None:
 
 PAYLOAD_CALLBACK_DIR = Path(__file__).resolve().parent / "callback_plugins"
 """Holds `ansible_operator_payloads`, the callback plugin that shares module payloads."""
-PAYLOAD_STORE_ENV = "ANSIBLE_OPERATOR_PAYLOAD_STORE"
 
 
 def _payload_sharing(env: Mapping[str, str], store: str) -> dict[str, str]:
@@ -450,7 +449,7 @@ def _payload_sharing(env: Mapping[str, str], store: str) -> dict[str, str]:
     directory before any the operator was given (ansible-runner appends its own)."""
     given = env.get("ANSIBLE_CALLBACK_PLUGINS", os.environ.get("ANSIBLE_CALLBACK_PLUGINS", ""))
     paths = [str(PAYLOAD_CALLBACK_DIR), *(p for p in given.split(os.pathsep) if p)]
-    return {"ANSIBLE_CALLBACK_PLUGINS": os.pathsep.join(paths), PAYLOAD_STORE_ENV: store}
+    return {"ANSIBLE_CALLBACK_PLUGINS": os.pathsep.join(paths), payloads.STORE_ENV: store}
 
 
 def _run_env(

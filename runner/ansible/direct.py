@@ -18,9 +18,10 @@ allow-listed collection, the interpreter ansible chose for the task is this inte
 (same virtualenv), no become, no async, no AnsiballZ extension (debugger, coverage), no
 locale or `PYTHON*` variable in the task's environment, and the file ansible resolved is
 the one Python's import system finds under the module's name. The connection
-(`modexec`) then runs the program in a fork of the worker, where everything it imports is
-already imported; a program that reaches a new interpreter instead (pipelining off, say)
-works there too: it installs the collection finder with the same paths first.
+(`modexec`) then runs the program in the run's own process (`inprocess`), where
+everything it imports is already imported; a program that reaches a new interpreter
+instead (pipelining off, say) works there too: it installs the collection finder with
+the same paths first.
 
 What a module can tell: its `__file__` is the installed file rather than a path inside a
 payload zip, and there is no `_ansiballz_*_payload_*` temporary directory.
@@ -35,7 +36,16 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DIRECT_PREFIXES", "MARKER", "install", "module_of", "program", "warm"]
+__all__ = [
+    "DIRECT_PREFIXES",
+    "INTERPRETER_VARIABLES",
+    "MARKER",
+    "install",
+    "module_of",
+    "program",
+    "this_interpreter",
+    "warm",
+]
 
 DIRECT_PREFIXES = (
     "ansible_collections.kubernetes.core.plugins.modules.",
@@ -46,7 +56,9 @@ DIRECT_PREFIXES = (
 MARKER = "# ansible-operator: direct module (no AnsiballZ payload): "
 """The second line of a direct program (the first is the shebang), then the module."""
 
-_INTERPRETER_VARIABLES = ("PYTHON", "LC_", "LANG")
+INTERPRETER_VARIABLES = ("PYTHON", "LC_", "LANG")
+"""Prefixes of environment variables that make a new interpreter behave differently from
+this one: a task setting any of them gets a new interpreter."""
 _profiles: dict[str, str] = {}
 """sha256 of a module's source -> its serialization profile (filled by `warm` too)."""
 
@@ -157,7 +169,7 @@ def _direct(module_common: Any, kwargs: Mapping[str, Any]) -> Any:
     if kwargs.get("async_timeout") or kwargs.get("become_plugin") is not None:
         return None
     environment = kwargs.get("environment") or {}
-    if any(str(name).startswith(_INTERPRETER_VARIABLES) for name in environment):
+    if any(str(name).startswith(INTERPRETER_VARIABLES) for name in environment):
         return None
     if module_common.REPLACER in data or not module_common.NEW_STYLE_PYTHON_MODULE_RE.search(data):
         return None

@@ -75,7 +75,6 @@ _FALLBACK_EXIT = 70
 """Exit code of a child that failed before the module ran (EX_SOFTWARE)."""
 _READ_SIZE = 65536
 _RESET_SIGNALS = ("SIGTERM", "SIGHUP", "SIGCHLD", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGQUIT")
-_INTERPRETER_VARIABLES = ("PYTHON", "LC_", "LANG")
 
 _module_path: list[str] = []
 """`sys.path` of a new interpreter, as the zygote found it (set by `install`)."""
@@ -192,7 +191,7 @@ def _module_command(
         return None
     if connection.cwd:
         command = dataclasses.replace(command, cwd=os.fsdecode(connection.cwd))
-    if any(name.startswith(_INTERPRETER_VARIABLES) for name in command.environment):
+    if any(name.startswith(direct.INTERPRETER_VARIABLES) for name in command.environment):
         return None
     fqn = direct_fqn = direct.module_of(in_data)  # imports its module: nothing to compare
     if fqn is None:

@@ -36,7 +36,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["install"]
+__all__ = ["STORE_ENV", "install"]
+
+STORE_ENV = "ANSIBLE_OPERATOR_PAYLOAD_STORE"
+"""Names the store for the payload-sharing callback plugin loaded into each run."""
 
 _FORMAT = 1
 _ABSENT = -1

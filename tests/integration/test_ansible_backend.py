@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from runner.ansible import payloads
 from runner.ansible.artifacts import list_runs, read_events
-from runner.ansible.backend import PAYLOAD_STORE_ENV, LogEvents, RunnerBackend
+from runner.ansible.backend import LogEvents, RunnerBackend
 from runner.ansible.events import NO_STATS_ERROR, FailedTask
 from runner.ansible.fast import FastBackend
 from runner.ansible.inputs import RunRequest
@@ -373,7 +374,7 @@ async def test_the_runner_backend_builds_a_module_payload_once(
         for name in ("first", "second"):
             result = await backend.run(request(name, out_dir=out_dir, role=role))
             assert not result.failed, result.failure_message
-            store = Path(backend._run_variables()[PAYLOAD_STORE_ENV])
+            store = Path(backend._run_variables()[payloads.STORE_ENV])
             stored.append(sorted(p.name for p in store.glob("*.pickle")))
     finally:
         await backend.close()

@@ -27,8 +27,6 @@ description:
   - Does nothing without the ANSIBLE_OPERATOR_PAYLOAD_STORE environment variable.
 """
 
-STORE_ENV = "ANSIBLE_OPERATOR_PAYLOAD_STORE"
-
 
 class CallbackModule(CallbackBase):  # type: ignore[misc]
     CALLBACK_VERSION = 2.0
@@ -38,11 +36,10 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        store = os.environ.get(STORE_ENV)
-        if not store:
-            return
         try:
             from runner.ansible import payloads
         except ImportError:
             return
-        payloads.install(store)
+        store = os.environ.get(payloads.STORE_ENV)
+        if store:
+            payloads.install(store)
