@@ -82,6 +82,22 @@ def affected(path: Path, watches: Sequence[Watch], shared: Sequence[Path]) -> se
     return set()
 
 
+def watched_roots(watches_dir: Path, trees: Iterable[Path]) -> list[tuple[Path, bool]]:
+    """(path, recursive) to watch: `trees` (the watches' roles and playbook directories,
+    the shared paths) with all below them, and the watches file's directory for its own
+    entries only (a project keeps much there that no run reads: a virtualenv, a local
+    cluster's state, whose constant writes would flood the watch)."""
+    roots = {watches_dir: False}
+    roots.update((tree, True) for tree in trees)
+    # A root inside a recursive one would report each event twice.
+    below = [root for root, recursive in roots.items() if recursive]
+    return sorted(
+        (root, recursive)
+        for root, recursive in roots.items()
+        if not any(other != root and other in root.parents for other in below)
+    )
+
+
 def diff(old: Sequence[Watch], new: Sequence[Watch]) -> tuple[list[Watch], list[GVK], list[Watch]]:
     """(added, removed, changed) between two watch lists, by GVK."""
     before = {w.gvk: w for w in old}
@@ -163,12 +179,14 @@ class Reloader:
         loop = asyncio.get_running_loop()
         observer = Observer()
         handler = _Forwarder(loop, self._changed)
-        for root in self._roots():
-            observer.schedule(handler, str(root), recursive=root.is_dir())
+        roots = self._roots()
+        for root, recursive in roots:
+            observer.schedule(handler, str(root), recursive=recursive and root.is_dir())
         observer.daemon = True
         observer.start()
         self._observer = observer
-        log.info("live reload on: watching %s", ", ".join(str(r) for r in self._roots()))
+        shown = (f"{root}{os.sep}**" if recursive else str(root) for root, recursive in roots)
+        log.info("live reload on: watching %s", ", ".join(shown))
 
     async def stop(self) -> None:
         if self._timer is not None:
@@ -180,13 +198,9 @@ class Reloader:
         for task in list(self._tasks):
             task.cancel()
 
-    def _roots(self) -> list[Path]:
-        roots = {self._watches_file.parent}
-        for watch in self._watches:
-            roots.update(tree for tree in watch_trees(watch) if tree.exists())
-        roots.update(self._shared)
-        # Nested roots would report each event twice.
-        return sorted(r for r in roots if not any(o != r and o in r.parents for o in roots))
+    def _roots(self) -> list[tuple[Path, bool]]:
+        trees = [tree for watch in self._watches for tree in watch_trees(watch) if tree.exists()]
+        return watched_roots(self._watches_file.parent, [*trees, *self._shared])
 
     def _changed(self, path: Path) -> None:
         # The file may be half-saved: hold new runs of the watches using it until the

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.engine.reload import affected, check_yaml, diff, is_ignored
+from runner.engine.reload import affected, check_yaml, diff, is_ignored, watched_roots
 from runner.structs import GVK
 from runner.watches import Finalizer, Watch
 
@@ -73,3 +73,18 @@ def test_check_yaml_names_file_and_line(tmp_path: Path) -> None:
     assert check_yaml(tmp_path / "template.j2") is None
     problem = check_yaml(bad)
     assert problem is not None and problem.startswith(f"{bad}:3")
+
+
+def test_watched_roots_take_the_project_directory_without_its_subdirectories() -> None:
+    trees = [ROLE_A, Path("/p/roles/cleanup"), PLAYBOOK_B.parent, *SHARED]
+    assert watched_roots(Path("/p"), trees) == [
+        (Path("/p"), False),
+        (Path("/p/collections"), True),
+        (Path("/p/playbooks"), True),
+        (Path("/p/roles"), True),
+    ]
+
+
+def test_watched_roots_a_playbook_beside_the_watches_file() -> None:
+    """Its directory is the playbook's tree: watched with all below it, once."""
+    assert watched_roots(Path("/p"), [Path("/p"), Path("/p/roles/a")]) == [(Path("/p"), True)]
