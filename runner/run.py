@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import watches as watches_mod
+from runner.ansible import hooks
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.ansible.fastwire import Discovery
@@ -252,12 +253,13 @@ async def _serve(
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
-        backend_type = FastBackend if args.ansible_backend == "fast" else RunnerBackend
+        backend_type, share_payloads = _backend_choice(args.ansible_backend)
         backend = backend_type(
             base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
             max_artifacts_bytes=args.max_artifacts_bytes,
+            share_payloads=share_payloads,
         )
         stack.push_async_callback(backend.close)
         discovered = (*DISCOVERED_KINDS, *((w.gvk.api_version, w.gvk.kind) for w in loaded))
@@ -335,6 +337,18 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
+
+
+def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
+    """The backend class for `--ansible-backend` and whether runs share module payloads,
+    after the start-up check of the ansible-core hooks (one warning when some are left
+    out: the run then goes the plain ansible-runner way for them)."""
+    core = hooks.plan(hooks.installed_core_version())
+    warning = core.warning(requested)
+    if warning is not None:
+        log.warning(warning)
+    fast = requested == "fast" and core.uses("zygote")
+    return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
 def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:
