@@ -95,8 +95,10 @@ def run(args: argparse.Namespace) -> int:
     endpoints(args)
     leader_settings(args, environ, watch_namespaces(environ))
 
+    warned: set[str] = set()
+
     def load_watches() -> tuple[watches_mod.Watch, ...]:
-        return watches_mod.load(
+        loaded = watches_mod.load(
             args.watches_file,
             environ=dict(environ),
             cwd=Path.cwd(),
@@ -104,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
             default_max_concurrent_reconciles=args.max_concurrent_reconciles,
             default_ansible_verbosity=args.ansible_verbosity,
         )
+        # Once per process: a live reload re-reads the file but does not repeat them.
+        for message in (message for watch in loaded for message in watch.warnings):
+            if message not in warned:
+                warned.add(message)
+                log.warning("%s", message)
+        return loaded
 
     loaded = load_watches()
     locate_kubeconfig(_kubeconfig(environ), environ)
