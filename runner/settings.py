@@ -4,7 +4,8 @@ frozen settings built from them. Only cli.py builds settings."""
 from __future__ import annotations
 
 import argparse
-import os
+
+from runner.cpulimit import available_cpus
 
 
 def _bool(text: str) -> bool:
@@ -61,8 +62,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     ansible.add_argument(
         "--max-concurrent-reconciles",
         type=int,
-        default=os.cpu_count() or 1,
-        help="reconciles run at once per watch (default: CPU count)",
+        default=available_cpus(),
+        help="reconciles run at once per watch (default: the CPUs this process may use: "
+        "its cgroup CPU quota rounded up, else the CPU count)",
     )
     ansible.add_argument(
         "--max-workers",
