@@ -47,6 +47,7 @@ from runner.labelselector import (
     parse_label_selector,
 )
 from runner.structs import GVK
+from runner.yamlerror import describe_yaml_error
 
 __all__ = [
     "DEFAULT_ANSIBLE_VERBOSITY",
@@ -528,13 +529,8 @@ def _document(text: str, source: str) -> tuple[yaml.Node | None, Any]:
     try:
         node = loader.get_single_node()
         return node, (None if node is None else loader.construct_document(node))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = "; ".join(part for part in (exc.context, exc.problem) if part)
-        raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{source}: invalid YAML {describe_yaml_error(exc)}") from None
     finally:
         loader.dispose()
 

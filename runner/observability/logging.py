@@ -47,7 +47,9 @@ def level_from_flag(text: str) -> int:
         verbosity = int(lowered)
     except ValueError:
         raise ValueError(f"--zap-log-level: invalid level {text!r}") from None
-    return logging.DEBUG if verbosity > 0 else logging.INFO
+    if verbosity <= 0:  # as zap's flag: custom levels count up from 1
+        raise ValueError(f"--zap-log-level: invalid level {text!r}")
+    return logging.DEBUG
 
 
 class JSONFormatter(logging.Formatter):
