@@ -4,9 +4,9 @@ frozen settings built from them. Only cli.py builds settings."""
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
+from runner.cpulimit import available_cpus
 from runner.durations import parse_duration
 from runner.observability.logging import level_from_flag
 
@@ -130,6 +130,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     flags are parsed, as the Go operator's flag set does (its durations are checked
     whether or not the feature that reads them is on); `--help` shows the defaults."""
     parser.formatter_class = DefaultsFormatter
+    cpus = available_cpus()
     ansible = parser.add_argument_group("Ansible")
     ansible.add_argument(
         "--watches-file", default="./watches.yaml", metavar="PATH", help="path to watches.yaml"
@@ -144,10 +145,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     ansible.add_argument(
         "--max-concurrent-reconciles",
         type=int_in_range(1),
-        default=os.cpu_count() or 1,
+        default=cpus,
         metavar="N",
-        help="reconciles run at once per watch; the Go default, the CPU count, is "
-        f"{os.cpu_count() or 1} here",
+        help="reconciles run at once per watch; default: the CPUs this process may use "
+        f"(its cgroup CPU quota rounded up, else the CPU count), {cpus} here",
     )
     ansible.add_argument(
         "--max-workers",
