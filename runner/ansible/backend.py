@@ -65,7 +65,7 @@ from runner.ansible.inputs import (
     runner_config,
 )
 from runner.errors import AnsibleRunError
-from runner.redact import redact, redact_text
+from runner.redact import LOG_LIMIT, redact, redact_message, redact_text
 from runner.structs.gvk import GVK
 
 __all__ = [
@@ -538,7 +538,7 @@ class _RunLog:
         if self._debug:
             stdout = event.get("stdout")
             if isinstance(stdout, str) and stdout:
-                text = redact_text(strip_ansi(stdout))
+                text = redact_message(strip_ansi(stdout), LOG_LIMIT)
                 self._logger.info("%s %s", self._prefix, text, extra=self._extra)
 
     def finished(self, *, status: str, rc: int | None, result: RunResult, seconds: float) -> None:
@@ -593,7 +593,7 @@ class _RunLog:
         self._logger.log(
             level,
             "%s",
-            redact_text(line),
+            redact_message(line, LOG_LIMIT),
             extra={**self._extra, "task": redact_text(task), "outcome": outcome},
         )
 

@@ -240,13 +240,15 @@ def warm_up() -> list[str]:
         loader.become_loader,
         loader.callback_loader,
         loader.inventory_loader,
-        loader.vars_loader,
         loader.cache_loader,
         loader.lookup_loader,
         loader.filter_loader,
         loader.test_loader,
     ):
         attempt(plugins.package, lambda plugins=plugins: list(plugins.all(class_only=True)))  # type: ignore[misc]
+    # Vars plugins as a run finds them (ansible-core's own priming: the legacy ones, then
+    # the enabled ones such as `host_group_vars`); each run primes again (`_enter`).
+    attempt("vars plugins", _prime_vars_plugins)
     attempt("strategy linear", lambda: loader.strategy_loader.get("linear", class_only=True))
     for name in WARM_ACTIONS:
         attempt(name, lambda name=name: loader.action_loader.get(name, class_only=True))  # type: ignore[misc]
@@ -533,6 +535,7 @@ def _enter(env: Mapping[str, str], cwd: str) -> None:
         seen.clear()
     importlib.reload(importlib.import_module("ansible.utils.color"))  # stdout is a tty now
     _fresh_event_context()
+    _fresh_vars_plugins()
     # CLI.run installs the collection finder again; the zygote's is the same one.
     warnings.filterwarnings("ignore", message="AnsibleCollectionFinder has already been configured")
 
@@ -607,6 +610,26 @@ def _fresh_event_context() -> None:
     """`awx_display` reads the run's artifact directory when its event context is made."""
     for module in _event_modules:
         vars(module)["event_context"] = module.EventContext()
+
+
+def _prime_vars_plugins() -> None:
+    from ansible.vars import plugins
+
+    plugins._prime_vars_loader()
+
+
+def _fresh_vars_plugins() -> None:
+    """The vars plugin loader as a new process has it: with no plugin instances and no
+    search paths yet, so that the run's first lookup of vars primes it with the run's own
+    settings (`VARIABLE_PLUGINS_ENABLED`, the plugin paths). Left warm, its instance cache
+    would be the zygote's: a loader whose paths are known is never primed again, and one
+    primed by anything but ansible-core's `_prime_vars_loader` lacks the enabled plugins
+    (`host_group_vars`, without which no `group_vars`/`host_vars` are read). The plugins'
+    modules stay imported; priming again costs well under a millisecond."""
+    from ansible.plugins.loader import vars_loader
+
+    vars_loader._plugin_instance_cache = {}
+    vars_loader._paths = None
 
 
 def _playbook(argv: list[str]) -> int:

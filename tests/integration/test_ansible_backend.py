@@ -442,6 +442,39 @@ async def test_ansible_args_and_inventory_from_the_environment(
     assert (data_dir / "inventory/hosts").read_text() == inventory.read_text()
 
 
+async def test_group_and_host_vars_of_an_inventory_directory(
+    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+) -> None:
+    """`ANSIBLE_INVENTORY` naming a directory: its `group_vars/` and `host_vars/` are
+    loaded (by the `host_group_vars` vars plugin) as ansible-playbook loads them."""
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "host_vars").mkdir()
+    (inventory / "hosts").write_text(
+        "localhost ansible_connection=local"
+        " ansible_python_interpreter={{ansible_playbook_python}}\n"
+    )
+    (inventory / "group_vars" / "all.yml").write_text("from_group: group-all\n")
+    (inventory / "host_vars" / "localhost.yml").write_text("from_host: host-localhost\n")
+    role = write_role(
+        tmp_path,
+        "inventory_vars",
+        "- ansible.builtin.copy:\n"
+        '    dest: "{{ out_dir }}/vars.txt"\n'
+        '    content: "{{ from_group }} {{ from_host }}"\n',
+    )
+    backend = backend_type(tmp_path / "runner", env={**FAST, "ANSIBLE_INVENTORY": str(inventory)})
+    try:
+        # Twice: the second run of a backend must see them as the first did.
+        for name in ("first", "second"):
+            result = await backend.run(request(name, out_dir=out_dir, role=role))
+            assert not result.failed, result.failure_message
+            assert (out_dir / "vars.txt").read_text() == "group-all host-localhost"
+            (out_dir / "vars.txt").unlink()
+    finally:
+        await backend.close()
+
+
 @pytest.mark.parametrize(
     ("log_events", "debug_logs", "present", "absent"),
     [
