@@ -90,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     prepare_environment(args, environ)
     reconcile_period = _duration("--reconcile-period", args.reconcile_period)
     graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
+    reconcile_timeout = _duration("--reconcile-timeout", args.reconcile_timeout)
+    if reconcile_timeout < 0:
+        raise ConfigError(f"--reconcile-timeout: must not be negative: {args.reconcile_timeout}")
 
     def load_watches() -> tuple[watches_mod.Watch, ...]:
         return watches_mod.load(
@@ -99,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             default_reconcile_period=reconcile_period,
             default_max_concurrent_reconciles=args.max_concurrent_reconciles,
             default_ansible_verbosity=args.ansible_verbosity,
+            default_reconcile_timeout=reconcile_timeout,
         )
 
     loaded = load_watches()

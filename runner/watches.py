@@ -54,6 +54,7 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENT_RECONCILES",
     "DEFAULT_MAX_RUNNER_ARTIFACTS",
     "DEFAULT_RECONCILE_PERIOD",
+    "DEFAULT_RECONCILE_TIMEOUT",
     "KNOWN_KEYS",
     "Finalizer",
     "Watch",
@@ -68,6 +69,7 @@ DEFAULT_RECONCILE_PERIOD: Final = 10 * 3600.0
 DEFAULT_MAX_RUNNER_ARTIFACTS: Final = 20
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 1
 DEFAULT_ANSIBLE_VERBOSITY: Final = 2
+DEFAULT_RECONCILE_TIMEOUT: Final = 0.0  # no limit, as in the Go operator
 DEFAULT_COLLECTIONS_PATH: Final = ("/usr/share/ansible/collections", "~/.ansible/collections")
 
 _BOOLS: Final = {  # key -> default
@@ -131,6 +133,8 @@ class Watch:
     finalizer: Finalizer | None = None
     max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES
     ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY
+    reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT
+    """Seconds one Ansible run may take before it is stopped (0: no limit)."""
     ignored_keys: tuple[str, ...] = ()
 
 
@@ -145,6 +149,7 @@ class _Context:
     default_reconcile_period: float
     default_max_concurrent_reconciles: int
     default_ansible_verbosity: int
+    default_reconcile_timeout: float
 
 
 class _Loader(yaml.SafeLoader):
@@ -436,6 +441,24 @@ def _ansible_verbosity(gvk: GVK, ctx: _Context) -> int:
     return value
 
 
+def _reconcile_timeout(gvk: GVK, ctx: _Context) -> float:
+    """`RECONCILE_TIMEOUT_<KIND>_<GROUP>`: a Go duration; `0` turns the limit off for
+    this watch even when `--reconcile-timeout` sets one."""
+    name = f"RECONCILE_TIMEOUT_{env_suffix(gvk)}"
+    raw = ctx.environ.get(name, "").strip()
+    if not raw:
+        return ctx.default_reconcile_timeout
+    try:
+        seconds = parse_duration(raw)
+    except ValueError as exc:
+        raise FieldError((f"environment variable {name}",), str(exc)) from None
+    if seconds < 0:
+        raise FieldError(
+            (f"environment variable {name}",), f"expected a duration of 0 or more, got {raw!r}"
+        )
+    return seconds
+
+
 def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int]) -> Watch:
     if not isinstance(raw, Mapping):
         raise FieldError((), f"expected a mapping, got {describe(raw)}")
@@ -479,6 +502,7 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int]) -> Watch:
         finalizer=_finalizer(fields.get("finalizer"), ctx),
         max_concurrent_reconciles=_max_concurrent_reconciles(gvk, ctx),
         ansible_verbosity=_ansible_verbosity(gvk, ctx),
+        reconcile_timeout=_reconcile_timeout(gvk, ctx),
         ignored_keys=tuple(sorted(ignored)),
     )
 
@@ -550,6 +574,7 @@ def parse(
     default_reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
     default_max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES,
     default_ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY,
+    default_reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT,
 ) -> tuple[Watch, ...]:
     """Parse and validate watches.yaml text; raise ConfigError with one precise message.
 
@@ -576,6 +601,7 @@ def parse(
         default_reconcile_period=default_reconcile_period,
         default_max_concurrent_reconciles=default_max_concurrent_reconciles,
         default_ansible_verbosity=default_ansible_verbosity,
+        default_reconcile_timeout=default_reconcile_timeout,
     )
     root, data = _document(expand_env(text, environ), source)
     if root is None:
@@ -609,6 +635,7 @@ def load(
     default_reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
     default_max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES,
     default_ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY,
+    default_reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT,
 ) -> tuple[Watch, ...]:
     """Read watches.yaml (relative to `cwd`) and `parse()` it, resolving against `cwd`."""
     source = os.fspath(path)
@@ -628,4 +655,5 @@ def load(
         default_reconcile_period=default_reconcile_period,
         default_max_concurrent_reconciles=default_max_concurrent_reconciles,
         default_ansible_verbosity=default_ansible_verbosity,
+        default_reconcile_timeout=default_reconcile_timeout,
     )

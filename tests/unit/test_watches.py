@@ -86,6 +86,7 @@ def test_minimal_entry_gets_every_default(project: Path) -> None:
         finalizer=None,
         max_concurrent_reconciles=1,
         ansible_verbosity=2,
+        reconcile_timeout=0.0,
         ignored_keys=(),
     )
 
@@ -107,6 +108,7 @@ def test_minimal_entry_gets_every_default(project: Path) -> None:
         pytest.param("finalizer", None, id="finalizer"),
         pytest.param("max_concurrent_reconciles", 1, id="maxConcurrentReconciles"),
         pytest.param("ansible_verbosity", 2, id="ansibleVerbosity"),
+        pytest.param("reconcile_timeout", 0.0, id="reconcileTimeout-off"),
     ],
 )
 def test_defaults_match_the_spec(project: Path, attribute: str, default: object) -> None:
@@ -536,6 +538,28 @@ def test_per_watch_environment_overrides(
     assert (watch.max_concurrent_reconciles, watch.ansible_verbosity) == (workers, verbosity)
 
 
+TIMEOUT = "RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM"
+
+
+@pytest.mark.parametrize(
+    ("environ", "default", "seconds"),
+    [
+        pytest.param({}, 0.0, 0.0, id="off-by-default"),
+        pytest.param({}, 600.0, 600.0, id="flag-default"),
+        pytest.param({TIMEOUT: "90s"}, 0.0, 90.0, id="watch-sets-one"),
+        pytest.param({TIMEOUT: "1m30s"}, 600.0, 90.0, id="watch-wins-over-flag"),
+        pytest.param({TIMEOUT: "0"}, 600.0, 0.0, id="zero-turns-it-off"),
+        pytest.param({TIMEOUT: " "}, 600.0, 600.0, id="blank"),
+        pytest.param({"RECONCILE_TIMEOUT_OTHER_CACHE_EXAMPLE_COM": "1s"}, 0.0, 0.0, id="other"),
+    ],
+)
+def test_reconcile_timeout_per_watch(
+    project: Path, environ: dict[str, str], default: float, seconds: float
+) -> None:
+    watch = parse_one(ENTRY, project, environ=environ, default_reconcile_timeout=default)
+    assert watch.reconcile_timeout == seconds
+
+
 def test_core_group_override_uses_trailing_underscore(project: Path) -> None:
     text = "- {version: v1, kind: Secret, role: memcached}\n"
     environ = {"MAX_CONCURRENT_RECONCILES_SECRET_": "7", "ANSIBLE_VERBOSITY_SECRET_": "1"}
@@ -920,6 +944,19 @@ ERRORS = [
         ENTRY,
         HEADER + VERBOSITY + "expected an integer, got 'high'",
         environ={"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "high"},
+    ),
+    case(
+        "reconcile-timeout-not-a-duration",
+        ENTRY,
+        HEADER + "environment variable RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM: ",
+        'invalid duration "soon"',
+        environ={"RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM": "soon"},
+    ),
+    case(
+        "reconcile-timeout-negative",
+        ENTRY,
+        "expected a duration of 0 or more, got '-5s'",
+        environ={"RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM": "-5s"},
     ),
     case(
         "workers-not-integer",
