@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import watches as watches_mod
+from runner.ansible import hooks
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.ansible.fastwire import Discovery
@@ -91,19 +92,31 @@ def run(args: argparse.Namespace) -> int:
     prepare_environment(args, environ)
     reconcile_period = _duration("--reconcile-period", args.reconcile_period)
     graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
+    reconcile_timeout = _duration("--reconcile-timeout", args.reconcile_timeout)
+    if reconcile_timeout < 0:
+        raise ConfigError(f"--reconcile-timeout: must not be negative: {args.reconcile_timeout}")
     # Every setting is checked before the first log line: a mistake is one line.
     endpoints(args)
     leader_settings(args, environ, watch_namespaces(environ))
 
+    warned: set[str] = set()
+
     def load_watches() -> tuple[watches_mod.Watch, ...]:
-        return watches_mod.load(
+        loaded = watches_mod.load(
             args.watches_file,
             environ=dict(environ),
             cwd=Path.cwd(),
             default_reconcile_period=reconcile_period,
             default_max_concurrent_reconciles=args.max_concurrent_reconciles,
             default_ansible_verbosity=args.ansible_verbosity,
+            default_reconcile_timeout=reconcile_timeout,
         )
+        # Once per process: a live reload re-reads the file but does not repeat them.
+        for message in (message for watch in loaded for message in watch.warnings):
+            if message not in warned:
+                warned.add(message)
+                log.warning("%s", message)
+        return loaded
 
     loaded = load_watches()
     locate_kubeconfig(_kubeconfig(environ), environ)
@@ -285,12 +298,13 @@ async def _serve(
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
-        backend_type = FastBackend if args.ansible_backend == "fast" else RunnerBackend
+        backend_type, share_payloads = _backend_choice(args.ansible_backend)
         backend = backend_type(
             base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
             max_artifacts_bytes=args.max_artifacts_bytes,
+            share_payloads=share_payloads,
         )
         stack.push_async_callback(backend.close)
         discovered = (*DISCOVERED_KINDS, *((w.gvk.api_version, w.gvk.kind) for w in loaded))
@@ -368,6 +382,18 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
+
+
+def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
+    """The backend class for `--ansible-backend` and whether runs share module payloads,
+    after the start-up check of the ansible-core hooks (one warning when some are left
+    out: the run then goes the plain ansible-runner way for them)."""
+    core = hooks.plan(hooks.installed_core_version())
+    warning = core.warning(requested)
+    if warning is not None:
+        log.warning(warning)
+    fast = requested == "fast" and core.uses("zygote")
+    return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
 def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:

@@ -232,6 +232,8 @@ def _cmd_vars(args: argparse.Namespace) -> int:
         collections_path=args.ansible_collections_path,
     )
     watches = watches_mod.load(args.watches_file, environ=environ, cwd=cwd)
+    for message in (message for watch in watches for message in watch.warnings):
+        print(f"warning: {message}", file=sys.stderr)
     source = "stdin" if args.cr_file == "-" else str(args.cr_file)
     if args.cr_file == "-":
         text = sys.stdin.read()

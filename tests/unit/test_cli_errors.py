@@ -29,7 +29,7 @@ FILES = {
     "watches.yaml": "- version: v1\n  group: web.example.com\n  kind: Site\n  playbook: site.yml\n",
     "site.yml": "- hosts: localhost\n  tasks: []\n",
     "bad-watches.yaml": "- version: v1\n  kind: Site\n  playbook: site.yml\n"
-    "  reconcilePeriod: soon\n",
+    "  reconcilePeriod: 30\n",
     "cr.yaml": "apiVersion: web.example.com/v1\nkind: Site\nmetadata:\n  name: a\n",
     "other-cr.yaml": "apiVersion: other.example.com/v1\nkind: Thing\nmetadata:\n  name: a\n",
 }
@@ -181,7 +181,8 @@ CASES = [
     pytest.param(
         ["run", "--watches-file", "bad-watches.yaml"],
         {},
-        'bad-watches.yaml: entry 1 (/v1, Kind=Site): reconcilePeriod: invalid duration "soon"',
+        "bad-watches.yaml: entry 1 (/v1, Kind=Site): reconcilePeriod: expected a duration "
+        'string such as "30s", got the number 30 (a bare number has no unit) (line 4)',
         id="run-watches-bad-entry",
     ),
     pytest.param(["run"], {}, NO_CLUSTER, id="run-no-cluster"),
