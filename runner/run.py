@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     prepare_environment(args, environ)
     reconcile_period = _duration("--reconcile-period", args.reconcile_period)
     graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
+    reconcile_timeout = _duration("--reconcile-timeout", args.reconcile_timeout)
+    if reconcile_timeout < 0:
+        raise ConfigError(f"--reconcile-timeout: must not be negative: {args.reconcile_timeout}")
     # Every setting is checked before the first log line: a mistake is one line.
     endpoints(args)
     leader_settings(args, environ, watch_namespaces(environ))
@@ -106,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             default_reconcile_period=reconcile_period,
             default_max_concurrent_reconciles=args.max_concurrent_reconciles,
             default_ansible_verbosity=args.ansible_verbosity,
+            default_reconcile_timeout=reconcile_timeout,
         )
         # Once per process: a live reload re-reads the file but does not repeat them.
         for message in (message for watch in loaded for message in watch.warnings):
@@ -119,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
+        warning = watches_mod.spec_template_warning(watch)
+        if warning is not None:
+            log.warning("%s", warning)
     return asyncio.run(
         _serve(
             args,
