@@ -44,7 +44,7 @@ from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS
 from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
-from runner.proxy.owner import Owner, proxy_kubeconfig, proxy_server
+from runner.proxy.owner import Owner, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK, NamespacedName
 
@@ -267,11 +267,15 @@ async def _serve(
             # Warms up while the watches sync, and discovers the API through the proxy.
             backend.start(
                 envvars=run_env,
-                discovery=Discovery(url=proxy_server(port=port), kinds=discovered),
+                discovery=Discovery(
+                    url=proxy_server(port=port),
+                    kinds=discovered,
+                    authorization=proxy.authorization(),
+                ),
             )
         settings = RunSettings(
             kubeconfig=kubeconfig,
-            run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),
+            run_kubeconfig=lambda obj: proxy.kubeconfig(owner_of(obj)),
             ansible_args=args.ansible_args,
             environ=run_env,
         )

@@ -143,7 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         "--discover-kind", action="append", default=[], help="<apiVersion>:<kind> to look up"
     )
     args = parser.parse_args(argv)
-    discovery = fastwire.Discovery.from_argv(args.discover_url, args.discover_kind)
+    # The proxy's credential: runs forked from here must not inherit it.
+    authorization = os.environ.pop(fastwire.DISCOVER_AUTHORIZATION_ENV, "")
+    discovery = fastwire.Discovery.from_argv(
+        args.discover_url, args.discover_kind, authorization=authorization
+    )
     # The store goes with the zygote however it ends (the operator killed with -9 sends it
     # SIGTERM through the parent-death signal); forked runs leave through os._exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # until serve() takes over
@@ -177,7 +181,9 @@ def _warm_and_serve(
     kubemodules.install()
     kubemodules.warm([fqn for _, fqn in warm_modules])
     if discovery is not None:
-        errors += kubemodules.discover(discovery.url, discovery.kinds)
+        errors += kubemodules.discover(
+            discovery.url, discovery.kinds, authorization=discovery.authorization
+        )
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()
