@@ -22,6 +22,8 @@ from runner import watches as watches_mod
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.ansible.fastwire import Discovery
+from runner.ansible.inputs import runner_dir
+from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
 from runner.collections_path import bundled_collections_path
 from runner.durations import parse_duration
 from runner.engine.leader import LeaderElector, LeaderSettings
@@ -50,8 +52,6 @@ from runner.structs import GVK, NamespacedName
 
 log = logging.getLogger("ansible-operator")
 
-# The Go operator's base; a writable volume there keeps a read-only root fs working.
-DEFAULT_RUNNER_DIR = "/tmp/ansible-operator/runner"
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
 DISCOVERED_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"))
@@ -116,21 +116,17 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
-async def _clean_stale_runs(
-    manager: Manager, backend: RunnerBackend, namespaces: list[str] | None
-) -> None:
-    """Once every watch has synced, remove run directories of CRs that no longer exist
-    (deleted while the operator was down)."""
-    await manager.wait_synced()
-    keep = [
-        (controller.watch.gvk, key.namespace, key.name)
-        for controller in manager.controllers
-        for key in controller.informer
-    ]
-    gvks = [controller.watch.gvk for controller in manager.controllers]
-    removed = await backend.clean_stale(gvks=gvks, keep=keep, namespaces=namespaces)
+async def _own_run_directory(args: argparse.Namespace, environ: Mapping[str, str]) -> RunDirectory:
+    """This process's fresh, private run directory under the base (`rundir.py`); the
+    directories earlier processes of this operator left behind are removed first."""
+    base = runner_dir(environ)
+    identity = str(Path(args.watches_file).resolve())
+    own = await asyncio.to_thread(claim, base, identity=identity)
+    removed = await asyncio.to_thread(remove_abandoned, base, identity=identity)
     if removed:
-        log.info("removed the run directories of %d deleted CRs", len(removed))
+        log.info("removed %d run directories of earlier processes of this operator", len(removed))
+    log.info("Ansible runs of this process are under %s", own.path)
+    return own
 
 
 def search_paths(environ: Mapping[str, str]) -> list[Path]:
@@ -216,6 +212,8 @@ async def _serve(
     leadership = leader_settings(args, environ, namespaces)
     kubeconfig = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
     async with contextlib.AsyncExitStack() as stack:
+        own_dir = await _own_run_directory(args, environ)
+        stack.callback(own_dir.release)
         client = await KubeClient.connect(kubeconfig=kubeconfig)
         stack.push_async_callback(client.close)
         metrics = OperatorMetrics()
@@ -254,7 +252,7 @@ async def _serve(
         stack.push_async_callback(proxy.stop)
         backend_type = FastBackend if args.ansible_backend == "fast" else RunnerBackend
         backend = backend_type(
-            base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
+            base_dir=own_dir.path,
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
             max_artifacts_bytes=args.max_artifacts_bytes,
@@ -317,8 +315,6 @@ async def _serve(
             await metrics_server.start(ssl_context=tls)
             stack.push_async_callback(metrics_server.stop)
 
-        cleanup = asyncio.create_task(_clean_stale_runs(manager, backend, namespaces))
-        stack.callback(cleanup.cancel)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
