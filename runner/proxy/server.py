@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from runner.errors import ProxyError
@@ -64,6 +65,16 @@ _DROPPED_RESPONSE_HEADERS = frozenset(
     ("connection", "keep-alive", "content-length", "transfer-encoding", "content-encoding")
 )
 _READABLE = frozenset(("get", "list", "watch"))
+# The API server ends any request that is not long-running after its --request-timeout
+# (1 minute by default); an upstream that has not answered a little after that is dead
+# or stalled, and the run gets a 504 instead of hanging with it.
+REQUEST_TIMEOUT_SECONDS = 90.0
+_CONNECT_TIMEOUT_SECONDS = 15.0
+# A watch lasts as long as its client wants, but the server ends it after `timeoutSeconds`
+# (without one, after at most twice its --min-request-timeout of 30 minutes): a stream
+# silent for longer than that plus this grace comes from a dead upstream.
+WATCH_GRACE_SECONDS = 30
+_WATCH_MAX_SECONDS = 3600
 _CACHED_SUBRESOURCES = frozenset(("", "status"))
 
 
@@ -95,6 +106,7 @@ class ProxyServer:
         host: str = "127.0.0.1",
         port: int = 8888,
         allow_remote: bool = False,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
         secret: str | None = None,
     ) -> None:
         if not allow_remote and not _is_loopback(host):
@@ -108,6 +120,7 @@ class ProxyServer:
         self._cache = cache
         self._dependents = dependents
         self._inject = inject_owner_ref
+        self._request_timeout = request_timeout
         self._host = host
         self._requested_port = port
         self.secret = secret or access.new_secret()
@@ -377,9 +390,13 @@ class ProxyServer:
                 query=list(request.query.items()),
                 headers=headers,
                 data=body,
+                timeout=upstream_timeout(info.verb, request.query, total=self._request_timeout),
             )
         except APIError as err:
             log.warning("API proxy: %s %s: %s", request.method, request.path, err)
+            if isinstance(err.__cause__, TimeoutError):
+                message = f"the API server did not answer within {self._request_timeout:g} s"
+                return web.json_response(_status_body(504, message), status=504)
             return web.json_response(_status_body(503, str(err)), status=503)
         try:
             response_headers = {
@@ -388,7 +405,13 @@ class ProxyServer:
                 if name.lower() not in _DROPPED_RESPONSE_HEADERS
             }
             if info.verb != "watch":
-                content = await upstream.read()
+                try:
+                    content = await upstream.read()
+                except (aiohttp.ClientError, OSError, TimeoutError) as err:
+                    reason = str(err) or type(err).__name__
+                    log.warning("API proxy: %s %s: %s", request.method, request.path, reason)
+                    message = f"no complete answer from the API server: {reason}"
+                    return web.json_response(_status_body(504, message), status=504)
                 if upstream.content_type == "application/json":
                     content = without_managed_fields(content)
                 return web.Response(status=upstream.status, body=content, headers=response_headers)
@@ -400,9 +423,28 @@ class ProxyServer:
                 await streamed.write_eof()
             except (ConnectionResetError, OSError):
                 log.debug("API proxy: the client of a watch went away")
+            except (aiohttp.ClientError, TimeoutError) as err:
+                # The client sees its watch end and watches again, as after a server close.
+                log.info("API proxy: watch %s ended: upstream %s", request.path, err or "silent")
             return streamed
         finally:
             upstream.release()
+
+
+def upstream_timeout(
+    verb: str, query: Mapping[str, str], *, total: float = REQUEST_TIMEOUT_SECONDS
+) -> aiohttp.ClientTimeout:
+    """How long the proxy waits on the API server for one forwarded request: `total` for
+    the whole of a request that is not a watch; for a watch, the quiet it may keep."""
+    connect = min(total, _CONNECT_TIMEOUT_SECONDS)
+    if verb != "watch":
+        return aiohttp.ClientTimeout(total=total, connect=connect)
+    try:
+        asked = int(query.get("timeoutSeconds", ""))
+    except ValueError:
+        asked = 0
+    seconds = asked if 0 < asked < _WATCH_MAX_SECONDS else _WATCH_MAX_SECONDS
+    return aiohttp.ClientTimeout(connect=connect, sock_read=seconds + WATCH_GRACE_SECONDS)
 
 
 def without_managed_fields(content: bytes) -> bytes:
@@ -439,7 +481,7 @@ def _cache_hit(body: Mapping[str, Any]) -> web.Response:
     )
 
 
-_REASONS = {401: "Unauthorized", 403: "Forbidden", 503: "ServiceUnavailable"}
+_REASONS = {401: "Unauthorized", 403: "Forbidden", 503: "ServiceUnavailable", 504: "Timeout"}
 
 
 def _status_body(code: int, message: str) -> dict[str, Any]:
