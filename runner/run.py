@@ -123,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
+        warning = watches_mod.spec_template_warning(watch)
+        if warning is not None:
+            log.warning("%s", warning)
     return asyncio.run(
         _serve(
             args,

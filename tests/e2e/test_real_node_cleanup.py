@@ -8,6 +8,7 @@ cgroups, bridge, chains, run directory) may remain.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from support.realnode import (
     tools_image_archive,
 )
 
-from runner.cluster import machine
+from runner.cluster import machine, process
 from runner.cluster.local import LocalCluster
 from runner.cluster.realnode import RealNode
 from runner.errors import ClusterError
@@ -124,9 +125,13 @@ def test_down_removes_everything_the_real_node_changed(tmp_path: Path) -> None:
     assert_machine_as_before(before, node)
 
 
-def test_a_start_that_fails_halfway_is_undone(tmp_path: Path) -> None:
+def test_a_start_that_fails_halfway_is_undone_then_a_running_cluster_gets_its_node(
+    tmp_path: Path,
+) -> None:
     """The "kubelet" here changes a kernel setting the way the real one does, then
-    exits: the start fails, and everything up to that point is put back."""
+    exits: the start fails, and everything up to that point is put back. Then `up
+    --real-node` adds the node to the running cluster, whose API server (as one started
+    by an older version) lacks the flag that lets it reach kubelets by address."""
     cluster = LocalCluster(tmp_path / "cluster")
     cluster.up(progress=lambda _message: None)
     try:
@@ -151,5 +156,33 @@ def test_a_start_that_fails_halfway_is_undone(tmp_path: Path) -> None:
 
         assert_machine_as_before(before, cluster.real_node)
         assert not cluster.real_node.layout.state_file.exists()
+
+        _restart_apiserver_without_address_types(cluster)
+        up = cli(cluster.state_dir, "up", "--real-node")
+        assert up.returncode == 0, up.stderr
+        assert "restarting kube-apiserver with --kubelet-preferred-address-types" in up.stderr
+        assert f"real node {cluster.real_node.name} Ready" in up.stderr
     finally:
         cluster.down(progress=lambda _message: None)
+
+
+def _restart_apiserver_without_address_types(cluster: LocalCluster) -> None:
+    state = cluster.load_state()
+    assert state is not None
+    running = state.running()["kube-apiserver"]
+    raw = Path(f"/proc/{running.pid}/cmdline").read_bytes()
+    argv = [
+        part.decode()
+        for part in raw.split(b"\0")
+        if part and not part.startswith(b"--kubelet-preferred-address-types")
+    ]
+    process.stop(running, grace=10)
+    restarted = process.start(
+        "kube-apiserver",
+        argv,
+        log=running.log,
+        pid_file=cluster.state_dir / "pids" / "kube-apiserver.pid",
+    )
+    state.processes["kube-apiserver"]["pid"] = restarted.pid
+    (cluster.state_dir / "state.json").write_text(json.dumps(vars(state)), encoding="utf-8")
+    process.wait_until_ready(restarted, cluster.apiserver(state), "/readyz", timeout=60)
