@@ -110,6 +110,13 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     up = actions.add_parser("up", help="build (first time) and start the cluster")
     up.add_argument("--apiserver-port", type=int, help="fixed API server port (default: free)")
     up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also start a real node (kubelet, containerd, runc, a CNI bridge) beside the "
+        "fake one; works on a running cluster too (needs root and Debian's containerd, runc, "
+        "containernetworking-plugins and catatonit packages)",
+    )
+    up.add_argument(
         "--build-only",
         action="store_true",
         help="only build the binaries (and operator-sdk, opm and OLM's operators)",

@@ -143,6 +143,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="default period between reconciles of one resource",
     )
     ansible.add_argument(
+        "--reconcile-timeout",
+        default="0",
+        help="stop an Ansible run that takes longer (Go duration, e.g. 30m): the CR gets a "
+        "Failure condition and is retried with backoff; per watch "
+        "RECONCILE_TIMEOUT_<KIND>_<GROUP> (default 0: no limit)",
+    )
+    ansible.add_argument(
         "--max-concurrent-reconciles",
         type=int_in_range(1),
         default=cpus,

@@ -1,0 +1,147 @@
+"""The real node: real pods from an image built here, reached through the API server.
+
+All tests share the session's `real_node_cluster` (one kubelet start per session).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from support.kube import wait_for
+from support.realnode import TOOLS_IMAGE, RealNodeCluster, on_real_node
+
+from runner.cluster.local import FAKE_NODE
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def core(real_node_cluster: RealNodeCluster) -> Iterator[client.CoreV1Api]:
+    api = config.new_client_from_config(config_file=str(real_node_cluster.kubeconfig))
+    yield client.CoreV1Api(api)
+    api.close()
+
+
+@pytest.fixture
+def ns(core: client.CoreV1Api) -> Iterator[str]:
+    name = f"real-node-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": name}})
+    wait_for(
+        lambda: _default_service_account(core, name),
+        timeout=60,
+        message=f"service account default in {name}",
+    )
+    yield name
+    core.delete_namespace(name)
+
+
+def _default_service_account(core: client.CoreV1Api, namespace: str) -> bool:
+    try:
+        core.read_namespaced_service_account("default", namespace)
+    except client.ApiException:
+        return False
+    return True
+
+
+def tools_pod(name: str) -> dict[str, Any]:
+    """An init container asks the API server who it is through the in-cluster
+    configuration (the pod network and the `kubernetes` Service address); the main
+    container stays up for exec."""
+    return on_real_node(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "initContainers": [
+                    {
+                        "name": "whoami",
+                        "image": TOOLS_IMAGE,
+                        "imagePullPolicy": "Never",
+                        "command": [
+                            "/kubectl",
+                            "auth",
+                            "whoami",
+                            "-o",
+                            "jsonpath={.status.userInfo.username}",
+                        ],
+                    }
+                ],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": TOOLS_IMAGE,
+                        "imagePullPolicy": "Never",
+                        "securityContext": {
+                            "runAsUser": 1001,
+                            "readOnlyRootFilesystem": True,
+                            "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]},
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                    }
+                ],
+            },
+        }
+    )
+
+
+def _phase(core: client.CoreV1Api, name: str, namespace: str) -> tuple[str, str] | None:
+    pod = core.read_namespaced_pod(name, namespace)
+    if pod.status.phase in ("Running", "Failed", "Succeeded"):
+        return pod.status.phase, pod.spec.node_name
+    return None
+
+
+def test_pod_runs_on_the_real_node_with_logs_and_exec_through_the_api_server(
+    real_node_cluster: RealNodeCluster, core: client.CoreV1Api, ns: str
+) -> None:
+    core.create_namespaced_pod(ns, tools_pod("tools"))
+
+    phase, node = wait_for(
+        lambda: _phase(core, "tools", ns), timeout=120, message="pod tools running"
+    )
+
+    assert (phase, node) == ("Running", real_node_cluster.node_name)
+    # The init container's output: the API server saw the pod's service-account token,
+    # sent from the pod network to the `kubernetes` Service address.
+    logs = real_node_cluster.kubectl("logs", "-n", ns, "tools", "-c", "whoami")
+    assert logs.stdout.strip() == f"system:serviceaccount:{ns}:default"
+    executed = real_node_cluster.kubectl(
+        "exec", "-n", ns, "tools", "-c", "main", "--", "/kubectl", "version", "--client", "-o=json"
+    )
+    assert json.loads(executed.stdout)["clientVersion"]["gitVersion"].startswith("v1.")
+
+
+def test_pods_without_the_toleration_stay_on_the_fake_node(
+    real_node_cluster: RealNodeCluster, core: client.CoreV1Api, ns: str
+) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "ordinary"},
+        "spec": {"containers": [{"name": "c", "image": "memcached:1.6"}]},
+    }
+
+    core.create_namespaced_pod(ns, pod)
+
+    node = wait_for(
+        lambda: core.read_namespaced_pod("ordinary", ns).spec.node_name,
+        timeout=60,
+        message="pod ordinary scheduled",
+    )
+    assert node == FAKE_NODE
+
+
+def test_status_shows_the_real_node(real_node_cluster: RealNodeCluster) -> None:
+    lines = "\n".join(real_node_cluster.cluster.status())
+
+    assert f"real node {real_node_cluster.node_name}" in lines
+    assert "kubelet" in lines and "containerd" in lines
+    assert "NOT RUNNING" not in lines
