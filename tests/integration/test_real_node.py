@@ -119,6 +119,45 @@ def test_pod_runs_on_the_real_node_with_logs_and_exec_through_the_api_server(
     assert json.loads(executed.stdout)["clientVersion"]["gitVersion"].startswith("v1.")
 
 
+def test_pods_reach_this_machine_only_as_the_api_server(
+    real_node_cluster: RealNodeCluster, core: client.CoreV1Api, ns: str
+) -> None:
+    """The kubelet's port (anonymous requests allowed, for the API server) answers on
+    the node's address from this machine, but not from a pod."""
+    state = real_node_cluster.node.load()
+    assert state is not None
+    kubelet = f"https://{state.node_ip}:{state.kubelet_port}"
+    core.create_namespaced_pod(ns, tools_pod("prober"))
+    wait_for(lambda: _phase(core, "prober", ns), timeout=120, message="pod prober running")
+    probe = [
+        "--insecure-skip-tls-verify",
+        "--token=anonymous",  # no prompt for credentials; the kubelet ignores it
+        "--request-timeout=3s",
+        "get",
+        "--raw",
+        "/healthz",
+    ]
+
+    from_machine = real_node_cluster.kubectl(f"--server={kubelet}", *probe)
+    from_pod = real_node_cluster.kubectl(
+        "exec",
+        "-n",
+        ns,
+        "prober",
+        "-c",
+        "main",
+        "--",
+        "/kubectl",
+        f"--server={kubelet}",
+        *probe,
+        check=False,
+    )
+
+    assert from_machine.stdout == "ok"
+    assert from_pod.returncode != 0
+    assert "ok" not in from_pod.stdout
+
+
 def test_pods_without_the_toleration_stay_on_the_fake_node(
     real_node_cluster: RealNodeCluster, core: client.CoreV1Api, ns: str
 ) -> None:
