@@ -70,6 +70,7 @@ def one_of(*names: str, empty: bool = False) -> Any:
         return lowered
 
     parse.__name__ = "value"
+    parse.choices = names  # type: ignore[attr-defined]  # for shell completion
     return parse
 
 

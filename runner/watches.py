@@ -73,6 +73,7 @@ __all__ = [
     "load",
     "parse",
     "role_candidates",
+    "spec_template_warning",
 ]
 
 DEFAULT_RECONCILE_PERIOD: Final = 10 * 3600.0
@@ -184,6 +185,23 @@ _Loader.yaml_implicit_resolvers = {
 def env_suffix(gvk: GVK) -> str:
     """`<KIND>_<GROUP>` of the per-watch variables: upper case, dots to `_` (dashes kept)."""
     return f"{gvk.kind}_{gvk.group}".replace(".", "_").upper()
+
+
+def spec_template_warning(watch: Watch) -> str | None:
+    """Why a watch that renders its CRs' spec values as templates is a risk, or None.
+
+    With `markUnsafe: false` (the default, as in the Go operator) a string in a spec is a
+    Jinja template to Ansible: `{{ lookup('pipe', 'any command') }}` in a spec field runs
+    that command as the operator when the role uses the field."""
+    if watch.mark_unsafe:
+        return None
+    return (
+        f"watch {watch.gvk} renders the spec values of its CRs as Jinja templates "
+        f"(markUnsafe is false): anyone who can create or edit a {watch.gvk.kind} can run "
+        f"commands as the operator, e.g. with {{{{ lookup('pipe', ...) }}}} in a spec "
+        f"field; add `markUnsafe: true` to its watches.yaml entry to pass spec values as "
+        f"plain strings"
+    )
 
 
 def _search_path(

@@ -219,7 +219,6 @@ class LocalCluster:
             apiserver_port=state.ports["kube-apiserver"],
             service_ip=str(ipaddress.ip_network(SERVICE_CIDR).network_address + 1),
             kubelet=binary,
-            registry_port=state.ports.get("registry"),
             progress=progress,
         )
 

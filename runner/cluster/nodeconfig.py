@@ -211,12 +211,15 @@ def containerd_config(layout: NodeLayout, *, sandbox_image: str) -> str:
     return "\n".join(lines)
 
 
-def registry_hosts(port: int) -> dict[str, str]:
-    """`hosts.toml` files (by registry directory name) for a plain-HTTP registry on
-    127.0.0.1:`port`: its own name, and docker.io mirrored to it — with the local
-    registry as docker.io's server too, so a pull never leaves the machine."""
-    local = f"http://127.0.0.1:{port}"
+def registry_hosts(port: int, *, ca_file: str | None = None) -> dict[str, str]:
+    """`hosts.toml` files (by registry directory name) for the local registry on
+    127.0.0.1:`port` (plain HTTP, or HTTPS trusting `ca_file`): its own names, and
+    docker.io mirrored to it — with the local registry as docker.io's server too, so a
+    pull never leaves the machine."""
+    local = f"{'https' if ca_file else 'http'}://127.0.0.1:{port}"
     body = f'server = "{local}"\n\n[host."{local}"]\n  capabilities = ["pull", "resolve"]\n'
+    if ca_file:
+        body += f'  ca = "{ca_file}"\n'
     return {f"127.0.0.1:{port}": body, f"localhost:{port}": body, "docker.io": body}
 
 

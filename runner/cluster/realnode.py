@@ -103,7 +103,6 @@ class RealNode:
         apiserver_port: int,
         service_ip: str,
         kubelet: Path,
-        registry_port: int | None = None,
         progress: Progress = print,
     ) -> float:
         """Start the node and wait until it is Ready; return the seconds that took."""
@@ -123,7 +122,6 @@ class RealNode:
                 apiserver_port=apiserver_port,
                 service_ip=service_ip,
                 kubelet=kubelet,
-                registry_port=registry_port,
                 progress=progress,
             )
         except BaseException:
@@ -145,7 +143,6 @@ class RealNode:
         apiserver_port: int,
         service_ip: str,
         kubelet: Path,
-        registry_port: int | None,
         progress: Progress,
     ) -> NodeState:
         layout = self.layout
@@ -188,8 +185,9 @@ class RealNode:
         (layout.cni_config_dir / "10-pods.conflist").write_text(
             nodeconfig.cni_config(layout, subnet), encoding="utf-8"
         )
-        if registry_port is not None:
-            self.use_registry(registry_port)
+        registry = _recorded_registry(self.layout.state_dir)
+        if registry is not None:
+            self.use_registry(registry[0], ca_file=registry[1])
 
         progress("starting containerd")
         containerd = machine.program("containerd")
@@ -295,10 +293,11 @@ class RealNode:
         """Import an image archive (OCI layout or `docker save`) for the kubelet's use."""
         self.ctr("images", "import", str(archive))
 
-    def use_registry(self, port: int) -> None:
-        """Pull through the plain-HTTP registry on 127.0.0.1:`port`, and mirror docker.io
-        to it (containerd reads these files at each pull: no restart)."""
-        for host, body in nodeconfig.registry_hosts(port).items():
+    def use_registry(self, port: int, *, ca_file: str | None = None) -> None:
+        """Pull through the local registry on 127.0.0.1:`port` (HTTPS when `ca_file` is
+        given), and mirror docker.io to it (containerd reads these files at each pull:
+        no restart)."""
+        for host, body in nodeconfig.registry_hosts(port, ca_file=ca_file).items():
             directory = self.layout.registry_config / host
             directory.mkdir(parents=True, exist_ok=True)
             (directory / "hosts.toml").write_text(body, encoding="utf-8")
@@ -375,6 +374,16 @@ class RealNode:
             f"(bridge {self.layout.bridge}), Ready after {state.ready_seconds:.1f} s"
         )
         return lines
+
+
+def _recorded_registry(state_dir: Path) -> tuple[int, str | None] | None:
+    """The local registry `cluster up --registry` recorded in `registry.json` (port, CA
+    file when it speaks TLS), if any."""
+    try:
+        raw = json.loads((state_dir / "registry.json").read_text(encoding="utf-8"))
+        return int(raw["port"]), (raw.get("ca_file") if raw.get("tls") else None)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _node_ready(node: dict[str, Any]) -> bool:

@@ -24,7 +24,7 @@ from runner.errors import AnsibleRunError
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.observability.events import EventRecorder
-from runner.redact import redact_text
+from runner.redact import redact_message
 from runner.status import conditions
 from runner.structs import NamespacedName
 from runner.vars import build_extra_vars
@@ -210,7 +210,7 @@ class Reconciler:
             if await self._edited(key, before[0], edits, message):
                 return Outcome()
             await self._write_status(key, lambda st: self._failed(st, message, None))
-            await self._event(obj, "Warning", "ReconcileFailed", redact_text(message))
+            await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "error", message)
             return Outcome(error=message)
 
@@ -218,7 +218,7 @@ class Reconciler:
             return Outcome()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
         if outcome.error is not None:
-            await self._event(obj, "Warning", "ReconcileFailed", redact_text(outcome.error))
+            await self._event(obj, "Warning", "ReconcileFailed", outcome.error)
         elif result.changed or _was_failing(obj):
             await self._event(
                 obj,
@@ -290,7 +290,7 @@ class Reconciler:
             key,
             result,
             seconds,
-            redact_text(message),
+            redact_message(message),
             extra={
                 **self._fields(key, deleting=False),
                 "result": result,
@@ -356,7 +356,7 @@ class Reconciler:
             "reloaded: %s",
             self.watch.gvk.kind,
             key,
-            redact_text(message),
+            redact_message(message),
         )
         return True
 

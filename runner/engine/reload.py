@@ -36,7 +36,7 @@ from watchdog.observers import Observer
 from runner.engine.manager import Manager
 from runner.errors import ConfigError
 from runner.structs import GVK
-from runner.watches import Watch
+from runner.watches import Watch, spec_template_warning
 
 log = logging.getLogger("ansible-operator.reload")
 
@@ -266,6 +266,9 @@ class Reloader:
         for watch in added:
             log.info("started watching %s", watch.gvk)
             await self._manager.add(watch)
+        for watch in (*changed, *added):
+            if (warning := spec_template_warning(watch)) is not None:
+                log.warning("%s", warning)
 
     async def _files_changed(self, files: set[Path]) -> None:
         targets: set[GVK] = set()

@@ -19,6 +19,7 @@ from support.tcpstall import StallingForwarder, forwarding, kubeconfig_through
 
 from runner.ansible.artifacts import list_runs
 from runner.ansible.history import cr_dirs, summarize_run
+from runner.ansible.rundir import process_dirs
 from runner.engine.leader import LeaderElector, LeaderSettings
 from runner.k8s.client import KubeClient
 
@@ -59,12 +60,13 @@ def _runs(runner_dir: Path) -> dict[str, list[tuple[datetime, datetime | None]]]
     """CR name -> (started, ended) of each run recorded in an operator's run directory;
     ended is None for a run that never recorded its end."""
     found: dict[str, list[tuple[datetime, datetime | None]]] = {}
-    for cr in cr_dirs(runner_dir):
-        if cr.kind != KIND:
-            continue
-        for run in list_runs(cr.path):
-            summary = summarize_run(run)
-            found.setdefault(cr.name, []).append((summary.started, summary.ended))
+    for process_dir in process_dirs(runner_dir):
+        for cr in cr_dirs(process_dir):
+            if cr.kind != KIND:
+                continue
+            for run in list_runs(cr.path):
+                summary = summarize_run(run)
+                found.setdefault(cr.name, []).append((summary.started, summary.ended))
     return found
 
 

@@ -21,6 +21,7 @@ from runner.watches import (
     load,
     parse,
     role_candidates,
+    spec_template_warning,
 )
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -1069,3 +1070,13 @@ def test_load_passes_search_paths_and_defaults(tmp_path: Path) -> None:
     )
     assert watch.role == tmp_path / "shared" / "r"
     assert (watch.reconcile_period, watch.ansible_verbosity) == (30.0, 5)
+
+
+def test_a_watch_that_renders_spec_values_gets_a_warning(project: Path) -> None:
+    rendering = parse_one(entry(), project)
+    warning = spec_template_warning(rendering)
+    assert warning is not None
+    assert "cache.example.com/v1alpha1, Kind=Memcached" in warning  # which watch
+    assert "run commands as the operator" in warning  # why
+    assert "markUnsafe: true" in warning  # how to turn it off
+    assert spec_template_warning(parse_one(entry("markUnsafe: true"), project)) is None

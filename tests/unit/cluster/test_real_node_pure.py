@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.cluster import machine, nodeconfig, oci
+from runner.cluster import machine, nodeconfig, oci, realnode
 from runner.cluster.nodeconfig import NodeLayout
 
 
@@ -188,3 +188,20 @@ def test_settings_to_restore(
     baseline: dict[str, str], current: dict[str, str], expected: dict[str, tuple[str, str]]
 ) -> None:
     assert machine.settings_to_restore(baseline, current) == expected
+
+
+def test_registry_hosts_with_tls_trust_the_given_ca() -> None:
+    hosts = nodeconfig.registry_hosts(5001, ca_file="/x/ca.crt")
+
+    body = tomllib.loads(hosts["docker.io"])
+    assert body["server"] == "https://127.0.0.1:5001"
+    assert body["host"]["https://127.0.0.1:5001"]["ca"] == "/x/ca.crt"
+
+
+def test_the_node_uses_the_registry_the_cluster_recorded(tmp_path: Path) -> None:
+    (tmp_path / "registry.json").write_text(
+        json.dumps({"host": "127.0.0.1", "port": 5123, "tls": False, "ca_file": None})
+    )
+
+    assert realnode._recorded_registry(tmp_path) == (5123, None)
+    assert realnode._recorded_registry(tmp_path / "none") is None
