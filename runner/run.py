@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from runner import watches as watches_mod
+from runner.ansible import hooks
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.ansible.fastwire import Discovery
+from runner.ansible.inputs import runner_dir
+from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
 from runner.collections_path import bundled_collections_path
 from runner.durations import parse_duration
 from runner.engine.leader import LeaderElector, LeaderSettings
@@ -30,6 +33,7 @@ from runner.engine.reconciler import RunSettings
 from runner.engine.reload import Reloader
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
+from runner.k8s.kubeconfig import locate as locate_kubeconfig
 from runner.observability import logging as logs
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import OperatorMetrics
@@ -44,14 +48,12 @@ from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS
 from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
-from runner.proxy.owner import Owner, proxy_kubeconfig, proxy_server
+from runner.proxy.owner import Owner, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK, NamespacedName
 
 log = logging.getLogger("ansible-operator")
 
-# The Go operator's base; a writable volume there keeps a read-only root fs working.
-DEFAULT_RUNNER_DIR = "/tmp/ansible-operator/runner"
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
 DISCOVERED_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"))
@@ -90,21 +92,40 @@ def run(args: argparse.Namespace) -> int:
     prepare_environment(args, environ)
     reconcile_period = _duration("--reconcile-period", args.reconcile_period)
     graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
+    reconcile_timeout = _duration("--reconcile-timeout", args.reconcile_timeout)
+    if reconcile_timeout < 0:
+        raise ConfigError(f"--reconcile-timeout: must not be negative: {args.reconcile_timeout}")
+    # Every setting is checked before the first log line: a mistake is one line.
+    endpoints(args)
+    leader_settings(args, environ, watch_namespaces(environ))
+
+    warned: set[str] = set()
 
     def load_watches() -> tuple[watches_mod.Watch, ...]:
-        return watches_mod.load(
+        loaded = watches_mod.load(
             args.watches_file,
             environ=dict(environ),
             cwd=Path.cwd(),
             default_reconcile_period=reconcile_period,
             default_max_concurrent_reconciles=args.max_concurrent_reconciles,
             default_ansible_verbosity=args.ansible_verbosity,
+            default_reconcile_timeout=reconcile_timeout,
         )
+        # Once per process: a live reload re-reads the file but does not repeat them.
+        for message in (message for watch in loaded for message in watch.warnings):
+            if message not in warned:
+                warned.add(message)
+                log.warning("%s", message)
+        return loaded
 
     loaded = load_watches()
+    locate_kubeconfig(_kubeconfig(environ), environ)
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
+        warning = watches_mod.spec_template_warning(watch)
+        if warning is not None:
+            log.warning("%s", warning)
     return asyncio.run(
         _serve(
             args,
@@ -116,21 +137,21 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
-async def _clean_stale_runs(
-    manager: Manager, backend: RunnerBackend, namespaces: list[str] | None
-) -> None:
-    """Once every watch has synced, remove run directories of CRs that no longer exist
-    (deleted while the operator was down)."""
-    await manager.wait_synced()
-    keep = [
-        (controller.watch.gvk, key.namespace, key.name)
-        for controller in manager.controllers
-        for key in controller.informer
-    ]
-    gvks = [controller.watch.gvk for controller in manager.controllers]
-    removed = await backend.clean_stale(gvks=gvks, keep=keep, namespaces=namespaces)
+def _kubeconfig(environ: Mapping[str, str]) -> str | None:
+    return environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+
+
+async def _own_run_directory(args: argparse.Namespace, environ: Mapping[str, str]) -> RunDirectory:
+    """This process's fresh, private run directory under the base (`rundir.py`); the
+    directories earlier processes of this operator left behind are removed first."""
+    base = runner_dir(environ)
+    identity = str(Path(args.watches_file).resolve())
+    own = await asyncio.to_thread(claim, base, identity=identity)
+    removed = await asyncio.to_thread(remove_abandoned, base, identity=identity)
     if removed:
-        log.info("removed the run directories of %d deleted CRs", len(removed))
+        log.info("removed %d run directories of earlier processes of this operator", len(removed))
+    log.info("Ansible runs of this process are under %s", own.path)
+    return own
 
 
 def search_paths(environ: Mapping[str, str]) -> list[Path]:
@@ -175,13 +196,34 @@ def leader_settings(
             "--leader-elect: no namespace for the Lease; outside a pod pass "
             "--leader-election-namespace (or set WATCH_NAMESPACE)"
         )
-    return LeaderSettings(
+    settings = LeaderSettings(
         name=name,
         namespace=namespace,
         lease_duration=_duration("--leader-elect-lease-duration", args.leader_elect_lease_duration),
         renew_deadline=_duration("--leader-elect-renew-deadline", args.leader_elect_renew_deadline),
         retry_period=_duration("--leader-elect-retry-period", args.leader_elect_retry_period),
     )
+    check_leader_durations(settings)
+    return settings
+
+
+def check_leader_durations(settings: LeaderSettings) -> None:
+    """client-go's rules for an elector (the Go operator fails on them at start):
+    lease > renew deadline > 1.2 x retry period > 0."""
+    lease, renew, retry = settings.lease_duration, settings.renew_deadline, settings.retry_period
+    problem = ""
+    if retry <= 0:
+        problem = "--leader-elect-retry-period must be above 0"
+    elif lease <= renew:
+        problem = "--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline"
+    elif renew <= 1.2 * retry:
+        problem = (
+            "--leader-elect-renew-deadline must be longer than 1.2 x --leader-elect-retry-period"
+        )
+    if problem:
+        raise ConfigError(
+            f"{problem} (lease {lease:g}s, renew deadline {renew:g}s, retry period {retry:g}s)"
+        )
 
 
 @dataclass(frozen=True)
@@ -214,8 +256,10 @@ async def _serve(
     environ = os.environ
     served = endpoints(args)
     leadership = leader_settings(args, environ, namespaces)
-    kubeconfig = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    kubeconfig = _kubeconfig(environ)
     async with contextlib.AsyncExitStack() as stack:
+        own_dir = await _own_run_directory(args, environ)
+        stack.callback(own_dir.release)
         client = await KubeClient.connect(kubeconfig=kubeconfig)
         stack.push_async_callback(client.close)
         metrics = OperatorMetrics()
@@ -252,12 +296,13 @@ async def _serve(
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
-        backend_type = FastBackend if args.ansible_backend == "fast" else RunnerBackend
+        backend_type, share_payloads = _backend_choice(args.ansible_backend)
         backend = backend_type(
-            base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
+            base_dir=own_dir.path,
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
             max_artifacts_bytes=args.max_artifacts_bytes,
+            share_payloads=share_payloads,
         )
         stack.push_async_callback(backend.close)
         discovered = (*DISCOVERED_KINDS, *((w.gvk.api_version, w.gvk.kind) for w in loaded))
@@ -267,11 +312,15 @@ async def _serve(
             # Warms up while the watches sync, and discovers the API through the proxy.
             backend.start(
                 envvars=run_env,
-                discovery=Discovery(url=proxy_server(port=port), kinds=discovered),
+                discovery=Discovery(
+                    url=proxy_server(port=port),
+                    kinds=discovered,
+                    authorization=proxy.authorization(),
+                ),
             )
         settings = RunSettings(
             kubeconfig=kubeconfig,
-            run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),
+            run_kubeconfig=lambda obj: proxy.kubeconfig(owner_of(obj)),
             ansible_args=args.ansible_args,
             environ=run_env,
         )
@@ -313,8 +362,6 @@ async def _serve(
             await metrics_server.start(ssl_context=tls)
             stack.push_async_callback(metrics_server.stop)
 
-        cleanup = asyncio.create_task(_clean_stale_runs(manager, backend, namespaces))
-        stack.callback(cleanup.cancel)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -335,6 +382,18 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
+
+
+def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
+    """The backend class for `--ansible-backend` and whether runs share module payloads,
+    after the start-up check of the ansible-core hooks (one warning when some are left
+    out: the run then goes the plain ansible-runner way for them)."""
+    core = hooks.plan(hooks.installed_core_version())
+    warning = core.warning(requested)
+    if warning is not None:
+        log.warning(warning)
+    fast = requested == "fast" and core.uses("zygote")
+    return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
 def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:

@@ -25,10 +25,11 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "DISCOVER_AUTHORIZATION_ENV",
     "IN_PROCESS_PREFIXES",
     "MAX_MESSAGE",
     "PER_RUN_ENV",
@@ -46,6 +47,9 @@ __all__ = [
     "zygote_env",
     "zygote_key",
 ]
+
+DISCOVER_AUTHORIZATION_ENV = "ANSIBLE_OPERATOR_DISCOVER_AUTHORIZATION"
+"""Carries `Discovery.authorization` to the zygote."""
 
 STALE_EXIT = 75
 """Exit code of a run's child that found a collection file changed since the zygote
@@ -81,6 +85,11 @@ Anything else (other collections, `library/` modules, async, become) runs as usu
 
 _MAIN_MARKER = 'if __name__ == "__main__":\n    _ansiballz_main('
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_MAIN_CALL_2_18 = "if __name__ == '__main__':\n    _ansiballz_main()"
+_ZIPDATA_2_18 = re.compile(r"^    ZIPDATA = ('[A-Za-z0-9+/=]*')$", re.MULTILINE)
+_RUN_MODULE_2_18 = re.compile(
+    r"^        runpy\.run_module\(mod_name=('[A-Za-z0-9_.]+'), init_globals=dict\(", re.MULTILINE
+)
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
@@ -109,6 +118,14 @@ class Discovery:
     """The API proxy as runs reach it, without an owner."""
     kinds: tuple[tuple[str, str], ...]
     """(apiVersion, kind) to look up, as a module would."""
+    authorization: str = field(default="", repr=False)
+    """The Authorization header the proxy requires. The zygote gets it in its environment
+    (`env()`) and removes it from there at once; never on its command line, which any
+    local user can read."""
+
+    def env(self) -> dict[str, str]:
+        """The zygote's environment variables for it."""
+        return {DISCOVER_AUTHORIZATION_ENV: self.authorization} if self.authorization else {}
 
     def argv(self) -> list[str]:
         """The zygote's command-line options for it."""
@@ -118,8 +135,11 @@ class Discovery:
         return options
 
     @classmethod
-    def from_argv(cls, url: str | None, kinds: Sequence[str]) -> Discovery | None:
-        """The inverse of `argv` (None without a URL); `ValueError` for a bad kind."""
+    def from_argv(
+        cls, url: str | None, kinds: Sequence[str], *, authorization: str = ""
+    ) -> Discovery | None:
+        """The inverse of `argv` and `env` (None without a URL); `ValueError` for a bad
+        kind."""
         if not url:
             return None
         parsed = []
@@ -128,7 +148,7 @@ class Discovery:
             if not api_version or not kind:
                 raise ValueError(f"--discover-kind {entry!r} is not <apiVersion>:<kind>")
             parsed.append((api_version, kind))
-        return cls(url=url, kinds=tuple(parsed))
+        return cls(url=url, kinds=tuple(parsed), authorization=authorization)
 
 
 def zygote_env(run_env: Mapping[str, str]) -> dict[str, str]:
@@ -213,11 +233,13 @@ class WrapperArgs:
 
 
 def parse_wrapper(source: bytes) -> WrapperArgs | None:
-    """The arguments of the `_ansiballz_main(...)` call ending an AnsiballZ wrapper."""
+    """What an AnsiballZ wrapper runs: the arguments of the `_ansiballz_main(...)` call
+    ending it (ansible-core 2.19), or its `ZIPDATA` and `runpy.run_module(mod_name=...)`
+    (2.18's wrapper, which ends in `_ansiballz_main()`)."""
     text = source.decode("utf-8", errors="replace")
     start = text.rfind(_MAIN_MARKER)
     if start < 0:
-        return None
+        return _parse_wrapper_2_18(text)
     try:
         tree = ast.parse(text[start:])
     except SyntaxError:
@@ -236,6 +258,22 @@ def parse_wrapper(source: bytes) -> WrapperArgs | None:
             except ValueError:
                 return None
     fqn, data = values.get("module_fqn"), values.get("zip_data")
+    if not isinstance(fqn, str) or not isinstance(data, str):
+        return None
+    return WrapperArgs(module_fqn=fqn, zip_data=data)
+
+
+def _parse_wrapper_2_18(text: str) -> WrapperArgs | None:
+    if not text.rstrip().endswith(_MAIN_CALL_2_18):
+        return None
+    zip_found = _ZIPDATA_2_18.findall(text)
+    fqn_found = _RUN_MODULE_2_18.findall(text)
+    if len(zip_found) != 1 or len(fqn_found) != 1:
+        return None
+    try:
+        data, fqn = ast.literal_eval(zip_found[0]), ast.literal_eval(fqn_found[0])
+    except (ValueError, SyntaxError):
+        return None
     if not isinstance(fqn, str) or not isinstance(data, str):
         return None
     return WrapperArgs(module_fqn=fqn, zip_data=data)

@@ -9,7 +9,7 @@ module_utils of the allow-listed collections — then waits on the control socke
 
     operator -> zygote   {"op": "run", "id", "spec"}  + the run's terminal (SCM_RIGHTS)
                          {"op": "cancel", "id"}
-    zygote -> operator   {"op": "ready", "pid", "seconds", "errors"}
+    zygote -> operator   {"op": "ready", "pid", "seconds", "errors", "left_out"}
                          {"op": "started", "id", "pid"} | {"op": "failed", "id", "error"}
                          {"op": "exited", "id", "status"}   (a waitpid status)
 
@@ -58,7 +58,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runner.ansible import direct, fastwire, inline, kubemodules, modexec, payloads
+from runner.ansible import fastwire, hooks
+from runner.ansible.hooks import direct, inline, kubemodules, modexec, payloads
 
 __all__ = ["main", "warm_up"]
 
@@ -143,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         "--discover-kind", action="append", default=[], help="<apiVersion>:<kind> to look up"
     )
     args = parser.parse_args(argv)
-    discovery = fastwire.Discovery.from_argv(args.discover_url, args.discover_kind)
+    # The proxy's credential: runs forked from here must not inherit it.
+    authorization = os.environ.pop(fastwire.DISCOVER_AUTHORIZATION_ENV, "")
+    discovery = fastwire.Discovery.from_argv(
+        args.discover_url, args.discover_kind, authorization=authorization
+    )
     # The store goes with the zygote however it ends (the operator killed with -9 sends it
     # SIGTERM through the parent-death signal); forked runs leave through os._exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # until serve() takes over
@@ -168,16 +173,23 @@ def _warm_and_serve(
         errors = warm_up()
     _remember_settings()
     del os.environ["AWX_ISOLATED_DATA_DIR"]
-    modexec.install(sys_path=base_path)
-    payloads.install(os.path.join(store, "payloads"))
-    direct.install()
     warm_modules = _module_paths(WARM_MODULES)
-    direct.warm([path for path, _ in warm_modules])
-    inline.install()
-    kubemodules.install()
-    kubemodules.warm([fqn for _, fqn in warm_modules])
-    if discovery is not None:
-        errors += kubemodules.discover(discovery.url, discovery.kinds)
+    warm_paths, warm_fqns = [path for path, _ in warm_modules], [fqn for _, fqn in warm_modules]
+    left_out = []
+    for name, install in (
+        ("modexec", lambda: modexec.install(sys_path=base_path)),
+        ("payloads", lambda: payloads.install(os.path.join(store, "payloads"))),
+        ("direct", lambda: _both(direct.install, lambda: direct.warm(warm_paths))),
+        ("inline", inline.install),
+        ("kubemodules", lambda: _both(kubemodules.install, lambda: kubemodules.warm(warm_fqns))),
+    ):
+        reason = _install_hook(name, install)
+        if reason is not None:
+            left_out.append(reason)
+    if discovery is not None and hooks.enabled("kubemodules"):
+        errors += kubemodules.discover(
+            discovery.url, discovery.kinds, authorization=discovery.authorization
+        )
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()
@@ -189,9 +201,28 @@ def _warm_and_serve(
             "pid": os.getpid(),
             "seconds": round(time.monotonic() - started, 3),
             "errors": errors,
+            "left_out": left_out,
         }
     )
     return zygote.serve()
+
+
+def _both(first: Callable[[], None], then: Callable[[], None]) -> None:
+    first()
+    then()
+
+
+def _install_hook(name: str, install: Callable[[], object]) -> str | None:
+    """Install hook `name` if it was tested with this ansible-core (`hooks`); why not, if
+    it is not installed. Each hook looks up everything it patches before it patches
+    anything, so one that fails leaves ansible-core as it was."""
+    if not hooks.enabled(name):
+        return f"{name}: not tested with ansible-core {hooks.running_core_version()}"
+    try:
+        install()
+    except Exception as exc:
+        return f"{name}: {type(exc).__name__}: {exc}"
+    return None
 
 
 def warm_up() -> list[str]:

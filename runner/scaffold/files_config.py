@@ -22,6 +22,8 @@ __all__ = [
 ]
 
 HEALTH_PORT = 6789
+RECONCILE_TIMEOUT = "30m"
+"""How long one Ansible run of a scaffolded operator may take before it is stopped."""
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 SCORECARD_IMAGE = "quay.io/operator-framework/scorecard-test:v1.42.0"
 _RBAC_API = "rbac.authorization.k8s.io"
@@ -101,6 +103,8 @@ def _manager(project: str) -> str:
             f"--leader-election-id={project}",
             "--metrics-bind-address=127.0.0.1:8080",
             f"--health-probe-bind-address=:{HEALTH_PORT}",
+            # No run may hang forever: one stuck on a dead endpoint would hold a worker.
+            f"--reconcile-timeout={RECONCILE_TIMEOUT}",
         ],
         "env": [
             {"name": "ANSIBLE_GATHERING", "value": "explicit"},

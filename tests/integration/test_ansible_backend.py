@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 
-from runner.ansible import payloads
+from runner.ansible import hooks
 from runner.ansible.artifacts import list_runs, read_events
 from runner.ansible.backend import LogEvents, RunnerBackend
 from runner.ansible.events import NO_STATS_ERROR, FailedTask
 from runner.ansible.fast import FastBackend
+from runner.ansible.hooks import payloads
+from runner.ansible.hooks.modexec import FORK_NOTE
 from runner.ansible.inputs import RunRequest
-from runner.ansible.modexec import FORK_NOTE
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK
 
@@ -125,6 +126,14 @@ BAD_PLAYBOOK = """\
       debug: msg="a
      bad: [
 """
+
+
+YAML_ERROR = (
+    "We were unable to read either as JSON nor YAML"
+    if hooks.core_line(hooks.installed_core_version() or "") == "2.18"
+    else "YAML parsing failed"
+)
+"""How ansible-playbook reports a playbook that does not parse (its wording changed in 2.19)."""
 
 
 def write_role(root: Path, name: str, tasks: str) -> Path:
@@ -258,7 +267,7 @@ async def test_events_arrive_on_the_loop_in_order(
     [
         pytest.param("missing-role", "role: {path} was not found", id="missing-role"),
         pytest.param("missing-playbook", "playbook: {path} was not found", id="missing-playbook"),
-        pytest.param("syntax-error", f"{NO_STATS_ERROR}: YAML parsing failed", id="syntax-error"),
+        pytest.param("syntax-error", f"{NO_STATS_ERROR}: {YAML_ERROR}", id="syntax-error"),
         pytest.param(
             "unknown-role-in-playbook",
             f"{NO_STATS_ERROR}: the role 'nothere' was not found",
