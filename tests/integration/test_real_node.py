@@ -6,15 +6,18 @@ All tests share the session's `real_node_cluster` (one kubelet start per session
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client, config
 from support.kube import wait_for
-from support.realnode import TOOLS_IMAGE, RealNodeCluster, on_real_node
+from support.realnode import TOOLS_IMAGE, ImageServer, RealNodeCluster, on_real_node
 
+from runner.cluster import machine, nodeconfig, oci
 from runner.cluster.local import FAKE_NODE
 
 pytestmark = pytest.mark.timeout(300)
@@ -184,3 +187,51 @@ def test_status_shows_the_real_node(real_node_cluster: RealNodeCluster) -> None:
     assert f"real node {real_node_cluster.node_name}" in lines
     assert "kubelet" in lines and "containerd" in lines
     assert "NOT RUNNING" not in lines
+
+
+def test_images_are_pulled_from_the_local_registry_also_for_docker_io_names(
+    real_node_cluster: RealNodeCluster, core: client.CoreV1Api, ns: str
+) -> None:
+    """With the registry's hosts.toml files, `memcached:1.6` (docker.io) and
+    `127.0.0.1:<port>/...` are both pulled, over plain HTTP, from the local registry."""
+    catatonit = Path(machine.program("catatonit")).read_bytes()
+    archive = oci.image_archive(
+        oci.ImageSpec(
+            name="docker.io/library/memcached:1.6",
+            files={"catatonit": oci.ImageFile(catatonit)},
+            entrypoint=("/catatonit", "-P"),
+        )
+    )
+    layout = real_node_cluster.node.layout
+    with ImageServer({"library/memcached:1.6": archive}) as registry:
+        real_node_cluster.node.use_registry(registry.port)
+        try:
+            pod = on_real_node(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "pulled"},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [
+                            {"name": "mirrored", "image": "memcached:1.6"},
+                            {
+                                "name": "direct",
+                                "image": f"127.0.0.1:{registry.port}/library/memcached:1.6",
+                            },
+                        ],
+                    },
+                }
+            )
+            core.create_namespaced_pod(ns, pod)
+            phase, node = wait_for(
+                lambda: _phase(core, "pulled", ns), timeout=120, message="pod pulled running"
+            )
+        finally:
+            for host in nodeconfig.registry_hosts(registry.port):
+                shutil.rmtree(layout.registry_config / host, ignore_errors=True)
+
+    assert (phase, node) == ("Running", real_node_cluster.node_name)
+    manifests = [r for r in registry.requests if "/manifests/" in r]
+    assert any("ns=docker.io" in r for r in manifests), manifests
+    assert any("ns=docker.io" not in r for r in manifests), manifests
