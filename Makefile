@@ -33,6 +33,18 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 .PHONY: venv
 venv: $(VENV)/.installed ## create .venv with the project and its dev tools
 
+# `make install-tool` links .venv's ansible-operator into TOOL_BIN (on PATH in most
+# shells); the tool keeps running from this checkout (the local cluster is built from it).
+TOOL_BIN ?= $(HOME)/.local/bin
+
+.PHONY: install-tool
+install-tool: venv ## put `ansible-operator` on PATH: a link in ~/.local/bin (TOOL_BIN) to .venv
+	mkdir -p "$(TOOL_BIN)"
+	ln -sfn "$(CURDIR)/$(OPERATOR)" "$(TOOL_BIN)/ansible-operator"
+	@echo "installed $(TOOL_BIN)/ansible-operator -> $(CURDIR)/$(OPERATOR)"
+	@case ":$$PATH:" in *":$(TOOL_BIN):"*) ;; \
+	  *) echo "$(TOOL_BIN) is not on PATH; add it: export PATH=\"$(TOOL_BIN):\$$PATH\"" ;; esac
+
 .PHONY: binaries
 binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM
 	$(OPERATOR) cluster up --build-only

@@ -75,44 +75,47 @@ def assert_machine_as_before(before: MachineSnapshot, node: RealNode) -> None:
         assert after.sysctls == before.sysctls
 
 
-def test_down_removes_everything_the_real_node_changed(tmp_path: Path) -> None:
+def test_real_node_leaves_nothing_after_a_failed_start_nor_after_down(tmp_path: Path) -> None:
+    """One cluster, three steps. (1) A start whose "kubelet" changes a kernel setting the
+    way the real one does and then exits fails, and everything up to that point is put
+    back. (2) `up --real-node` adds the node to the running cluster, whose API server (as
+    one started by an older version) lacks the flag that lets it reach kubelets by
+    address. (3) With a pod running on it, `cluster down` removes everything."""
     state_dir = tmp_path / "cluster"
     before = MachineSnapshot.take()
-    node = RealNode(state_dir)
+    cluster = LocalCluster(state_dir)
+    node = cluster.real_node
+    cluster.up(progress=lambda _message: None)
     try:
+        state = cluster.load_state()
+        assert state is not None
+        fake_kubelet = tmp_path / "kubelet"
+        fake_kubelet.write_text("#!/bin/sh\necho 1 > /proc/sys/vm/overcommit_memory\nexit 3\n")
+        fake_kubelet.chmod(0o755)
+        with pytest.raises(ClusterError, match="kubelet exited during start-up"):
+            node.start(
+                api=cluster.apiserver(state),
+                kubeconfig=cluster.kubeconfig,
+                apiserver_port=state.ports["kube-apiserver"],
+                service_ip="10.0.0.1",
+                kubelet=fake_kubelet,
+                progress=lambda _message: None,
+            )
+        assert_machine_as_before(before, node)
+        assert not node.layout.state_file.exists()
+
+        _restart_apiserver_without_address_types(cluster)
         up = cli(state_dir, "up", "--real-node")
         assert up.returncode == 0, up.stderr
+        assert "restarting kube-apiserver with --kubelet-preferred-address-types" in up.stderr
         assert f"real node {node.name} Ready" in up.stderr
-        cluster = LocalCluster(state_dir)
         status = cli(state_dir, "status")
         assert f"real node {node.name}" in status.stdout
-        with_archive = tmp_path / "tools.tar"
-        with_archive.write_bytes(tools_image_archive(cluster.cache))
-        node.import_image(with_archive)
-        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-        core = client.CoreV1Api(api)
-        wait_for(
-            lambda: core.list_namespaced_service_account("default").items,
-            timeout=60,
-            message="the default service account",
-        )
-        pod = on_real_node(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "sleeper"},
-                "spec": {
-                    "containers": [{"name": "c", "image": TOOLS_IMAGE, "imagePullPolicy": "Never"}]
-                },
-            }
-        )
-        core.create_namespaced_pod("default", pod)
-        wait_for(
-            lambda: core.read_namespaced_pod("sleeper", "default").status.phase == "Running",
-            timeout=120,
-            message="pod sleeper running",
-        )
-        api.close()
+
+        archive = tmp_path / "tools.tar"
+        archive.write_bytes(tools_image_archive(cluster.cache))
+        node.import_image(archive)
+        _run_pod(cluster)
         # The node really changed the machine while it ran.
         during = leftovers(node)
         assert any(item.startswith("mount ") for item in during)
@@ -125,45 +128,31 @@ def test_down_removes_everything_the_real_node_changed(tmp_path: Path) -> None:
     assert_machine_as_before(before, node)
 
 
-def test_a_start_that_fails_halfway_is_undone_then_a_running_cluster_gets_its_node(
-    tmp_path: Path,
-) -> None:
-    """The "kubelet" here changes a kernel setting the way the real one does, then
-    exits: the start fails, and everything up to that point is put back. Then `up
-    --real-node` adds the node to the running cluster, whose API server (as one started
-    by an older version) lacks the flag that lets it reach kubelets by address."""
-    cluster = LocalCluster(tmp_path / "cluster")
-    cluster.up(progress=lambda _message: None)
-    try:
-        state = cluster.load_state()
-        assert state is not None
-        before = MachineSnapshot.take()
-        fake_kubelet = tmp_path / "kubelet"
-        overcommit = Path("/proc/sys/vm/overcommit_memory")
-        changed = "1" if overcommit.read_text(encoding="utf-8").strip() != "1" else "2"
-        fake_kubelet.write_text(f"#!/bin/sh\necho {changed} > {overcommit}\nexit 3\n")
-        fake_kubelet.chmod(0o755)
-
-        with pytest.raises(ClusterError, match="kubelet exited during start-up"):
-            cluster.real_node.start(
-                api=cluster.apiserver(state),
-                kubeconfig=cluster.kubeconfig,
-                apiserver_port=state.ports["kube-apiserver"],
-                service_ip="10.0.0.1",
-                kubelet=fake_kubelet,
-                progress=lambda _message: None,
-            )
-
-        assert_machine_as_before(before, cluster.real_node)
-        assert not cluster.real_node.layout.state_file.exists()
-
-        _restart_apiserver_without_address_types(cluster)
-        up = cli(cluster.state_dir, "up", "--real-node")
-        assert up.returncode == 0, up.stderr
-        assert "restarting kube-apiserver with --kubelet-preferred-address-types" in up.stderr
-        assert f"real node {cluster.real_node.name} Ready" in up.stderr
-    finally:
-        cluster.down(progress=lambda _message: None)
+def _run_pod(cluster: LocalCluster) -> None:
+    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    core = client.CoreV1Api(api)
+    wait_for(
+        lambda: core.list_namespaced_service_account("default").items,
+        timeout=60,
+        message="the default service account",
+    )
+    pod = on_real_node(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "sleeper"},
+            "spec": {
+                "containers": [{"name": "c", "image": TOOLS_IMAGE, "imagePullPolicy": "Never"}]
+            },
+        }
+    )
+    core.create_namespaced_pod("default", pod)
+    wait_for(
+        lambda: core.read_namespaced_pod("sleeper", "default").status.phase == "Running",
+        timeout=120,
+        message="pod sleeper running",
+    )
+    api.close()
 
 
 def _restart_apiserver_without_address_types(cluster: LocalCluster) -> None:
