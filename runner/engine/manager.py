@@ -199,17 +199,22 @@ class Manager:
             await self.shutdown(timeout=0)  # another replica leads now: stop at once
             return 1
         # The lease is renewed while runs in flight finish, so that no standby starts
-        # reconciling the same CRs meanwhile; then it is handed over at once.
-        await self.shutdown()
+        # reconciling the same CRs meanwhile (losing it cuts them off at once); then it
+        # is handed over at once.
+        await self.shutdown(cut_off=lost)
         await _cancel(holder)
         if self._leader is not None:
             await self._leader.release()
         return 0
 
-    async def shutdown(self, *, timeout: float | None = None) -> None:
+    async def shutdown(
+        self, *, timeout: float | None = None, cut_off: asyncio.Event | None = None
+    ) -> None:
+        """Stop every controller; runs in flight get `timeout` (the graceful period) to
+        finish, or until `cut_off` is set."""
         grace = self._graceful if timeout is None else timeout
         log.info("stopping: waiting up to %.0f s for running reconciles", grace)
-        await asyncio.gather(*(c.stop(timeout=grace) for c in self.controllers))
+        await asyncio.gather(*(c.stop(timeout=grace, cut_off=cut_off) for c in self.controllers))
         log.info("stopped")
 
 

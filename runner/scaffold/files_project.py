@@ -171,8 +171,10 @@ _REQUIREMENTS = """\
 ---
 # Ansible collections the roles need beyond what the runtime image ships.
 # Already there: operator_sdk.util (0.5.0 API, bundled with ansible-operator) and
-# kubernetes.core, cloud.common and the rest of the `ansible` package. The image build
-# installs what is listed here with `ansible-galaxy collection install -r`, e.g.:
+# kubernetes.core and the rest of the `ansible` package (docs/collections.md of
+# ansible-operator lists them; cloud.common is not among them with ansible 12). The image
+# build installs what is listed here with `ansible-galaxy collection install -r`, and
+# the operator warns at start-up about any that is missing or at another major version:
 #   - name: community.general
 #     version: "10.0.0"
 collections: []

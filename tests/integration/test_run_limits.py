@@ -132,7 +132,7 @@ async def stalled_proxy(kubeconfig: Path, tmp_path: Path) -> AsyncIterator[Any]:
         )
         port = await server.start()
         try:
-            yield forwarder, f"http://127.0.0.1:{port}"
+            yield forwarder, f"http://127.0.0.1:{port}", server.authorization()
         finally:
             forwarder.resume()
             await server.stop()
@@ -143,9 +143,9 @@ async def stalled_proxy(kubeconfig: Path, tmp_path: Path) -> AsyncIterator[Any]:
 async def test_the_proxy_answers_504_when_the_api_server_stalls(
     stalled_proxy: Any,
 ) -> None:
-    forwarder, url = stalled_proxy
+    forwarder, url, authorization = stalled_proxy
     version = f"{url}/version"  # never answered from the cache
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers={"Authorization": authorization}) as session:
         async with session.get(version) as response:
             assert response.status == 200, await response.text()
         forwarder.stall()

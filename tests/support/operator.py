@@ -122,8 +122,10 @@ class OperatorProcess:
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
         prefix: list[str] | None = None,
+        python: str | None = None,
     ) -> None:
-        """`prefix`: a command that runs the operator, e.g. in its own mount namespace."""
+        """`prefix`: a command that runs the operator, e.g. in its own mount namespace;
+        `python`: the interpreter whose `runner.cli` runs (default: this one)."""
         self.project = project
         self.log_path = log
         # Temporary files (the zygote's store, Ansible's discovery cache) stay under the
@@ -141,7 +143,7 @@ class OperatorProcess:
             environ.pop("WATCH_NAMESPACE", None)  # the tests' own setting must not leak in
         command = [
             *(prefix or []),
-            sys.executable,
+            python or sys.executable,
             "-m",
             "runner.cli",
             "run",
