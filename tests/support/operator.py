@@ -102,6 +102,16 @@ BACKEND_ENV = "ANSIBLE_OPERATOR_TEST_BACKEND"
 """`fast` or `runner`: the `--ansible-backend` of every operator the tests start."""
 
 
+PYTHON_ENV = "ANSIBLE_OPERATOR_TEST_PYTHON"
+"""The interpreter (of a virtualenv with the project installed) that runs every operator
+the tests start, and so the ansible-core line they run on; default: the tests' own."""
+
+
+def operator_python() -> str:
+    """The interpreter operators under test run with (see `PYTHON_ENV`)."""
+    return os.environ.get(PYTHON_ENV) or sys.executable
+
+
 def backend_args(args: list[str]) -> list[str]:
     """`--ansible-backend` from `$ANSIBLE_OPERATOR_TEST_BACKEND`, unless `args` has one."""
     backend = os.environ.get(BACKEND_ENV, "")
@@ -138,7 +148,7 @@ class OperatorProcess:
         if "WATCH_NAMESPACE" not in (env or {}):
             environ.pop("WATCH_NAMESPACE", None)  # the tests' own setting must not leak in
         command = [
-            sys.executable,
+            operator_python(),
             "-m",
             "runner.cli",
             "run",

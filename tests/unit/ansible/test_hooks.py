@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +13,7 @@ from runner import run, version
 from runner.ansible import hooks
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
+from runner.ansible.hooks import builder
 
 HOOKS_DIR = Path(hooks.__file__).parent
 
@@ -122,3 +125,24 @@ def test_a_collection_on_the_configured_path_comes_first(tmp_path: Path) -> None
     assert version.collection_version("kubernetes.core", search) == ("3.1.0", collection)
     assert version.collection_version("no.such", search) is None
     assert os.fspath(search[0]) == str(tmp_path)
+
+
+def test_module_builder_arguments_by_name_through_stacked_wrappers() -> None:
+    """`direct` wraps `payloads`, which wraps ansible-core's builder: each sees the call's
+    arguments by the builder's own names (2.18 passes seven of them by position)."""
+
+    def real(module_name: str, b_module_data: bytes, *, become: bool = False) -> None:
+        return None
+
+    @functools.wraps(real)
+    def inner(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    @functools.wraps(inner)
+    def outer(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    called = builder.arguments(outer, ("k8s", b"data"), {"become": True})
+    assert called == {"module_name": "k8s", "b_module_data": b"data", "become": True}
+    assert builder.becomes(called)
+    assert not builder.becomes({"become_plugin": None})
