@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
@@ -117,14 +116,12 @@ def test_version_prints_the_running_core_and_the_collections() -> None:
     assert by_name["kubernetes.core collection version"][0].isdigit()
 
 
-def test_a_collection_on_the_configured_path_comes_first(tmp_path: Path) -> None:
+def test_version_reports_the_collection_found_first(tmp_path: Path) -> None:
     collection = tmp_path / "ansible_collections" / "kubernetes" / "core"
     collection.mkdir(parents=True)
     (collection / "MANIFEST.json").write_text('{"collection_info": {"version": "3.1.0"}}')
-    search = version.collection_search_path({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path)})
-    assert version.collection_version("kubernetes.core", search) == ("3.1.0", collection)
-    assert version.collection_version("no.such", search) is None
-    assert os.fspath(search[0]) == str(tmp_path)
+    lines = version.version_lines({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path)})
+    assert f"kubernetes.core collection version: 3.1.0 ({collection})" in lines
 
 
 def test_module_builder_arguments_by_name_through_stacked_wrappers() -> None:
