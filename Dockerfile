@@ -9,8 +9,9 @@
 #   BASE_IMAGE    a Debian bookworm image with Python 3.11 and pip on PATH: the public
 #                 python slim image, or one built from Debian packages without a
 #                 registry (`make docker-build BASE_IMAGE=local`, see docs/images.md)
-#   ANSIBLE_CORE  the ansible-core line (2.18 or 2.19); the collections come from the
-#                 `ansible` release of that line (image/select_collections.py)
+#   ANSIBLE_CORE  the ansible-core line: 2.18 (the default, as operator-sdk's image) or
+#                 2.19; the collections come from the `ansible` release of that line
+#                 (image/select_collections.py)
 # pip inside the build uses the host's pip configuration and CA bundle when they are
 # passed as the build secrets `pip.conf` and `pip-ca` (`make docker-build` passes them).
 #
@@ -18,7 +19,7 @@
 # temp dirs, the ansible-runner artifacts), so mount an emptyDir there, as
 # config/manager/manager.yaml does. $HOME holds the project and may stay read-only.
 ARG BASE_IMAGE=docker.io/library/python:3.11.14-slim-bookworm
-ARG ANSIBLE_CORE=2.19
+ARG ANSIBLE_CORE=2.18
 
 # Only the collections the image ships, out of the `ansible` distribution (~760 MB).
 FROM ${BASE_IMAGE} AS collections

@@ -7,8 +7,12 @@ inside the handlers so that `--help` and `version` stay fast.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
+from typing import NoReturn, TextIO, cast
 
 from runner import __version__
 from runner import history as history_commands
@@ -18,6 +22,62 @@ from runner.packaging import commands as packaging_commands
 from runner.scaffold import commands as scaffold_commands
 
 Handler = Callable[[argparse.Namespace], int]
+TRACEBACK_ENV = "ANSIBLE_OPERATOR_TRACEBACK"
+"""Set to 1 to see the traceback of an unexpected error instead of its one-line summary."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the problem and where to read more, no usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+class _PipeSafeStdout(io.TextIOBase):
+    """stdout that, once its reader is gone (`init | head -1`), drops further output
+    instead of raising BrokenPipeError: the command still finishes its work."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._broken = False
+
+    def _closed_pipe(self) -> None:
+        self._broken = True
+        # The interpreter flushes the real stdout at exit: give it somewhere to go.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        if not self._broken:
+            try:
+                self._stream.write(text)
+                if "\n" in text:
+                    self._stream.flush()
+            except BrokenPipeError:
+                self._closed_pipe()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._closed_pipe()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
 
 
 def _cmd_version(_args: argparse.Namespace) -> int:
@@ -98,12 +158,16 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 def build_parser() -> argparse.ArgumentParser:
     from runner.settings import add_run_arguments
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ansible-operator",
         description="Kubernetes operators written as Ansible roles and playbooks.",
     )
     parser.add_argument("--version", action="version", version=f"ansible-operator {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Sub-commands are made by `Parser` too (argparse uses the parent's class).
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
+    )
     run = sub.add_parser(
         "run",
         help="run the operator described by watches.yaml",
@@ -138,6 +202,17 @@ def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    stdout = sys.stdout
+    if isinstance(stdout, io.TextIOWrapper):
+        sys.stdout = _PipeSafeStdout(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     own, passthrough = _split_passthrough(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(own)
@@ -151,6 +226,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as err:
+        # A bug of ours: one line a user can report; the traceback on request.
+        if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+            traceback.print_exc()
+        else:
+            print(
+                f"error: unexpected {type(err).__name__}: {err} "
+                f"(set {TRACEBACK_ENV}=1 to see where; please report it)",
+                file=sys.stderr,
+            )
+        return 1
 
 
 if __name__ == "__main__":

@@ -70,9 +70,10 @@ def find_cr(
     from runner.ansible.history import cr_dirs, matches
 
     if not base.is_dir():
+        problem = "is not a directory" if base.exists() else "does not exist"
         raise ConfigError(
-            f"{base} does not exist; is --runner-dir right (default "
-            "$ANSIBLE_OPERATOR_RUNNER_DIR, else /tmp/ansible-operator/runner)?"
+            f"--runner-dir {base} {problem}; it is the operator's runner directory (default "
+            "$ANSIBLE_OPERATOR_RUNNER_DIR, else /tmp/ansible-operator/runner)"
         )
     everything = cr_dirs(base)
     found = [cr for cr in everything if matches(cr, target, namespace=namespace)]

@@ -91,13 +91,18 @@ def describe(value: object) -> str:
 
 
 def normalize_keys(
-    raw: Mapping[Any, Any], known: Sequence[str], *, path: FieldPath
+    raw: Mapping[Any, Any],
+    known: Sequence[str],
+    *,
+    path: FieldPath,
+    unknown: list[FieldError] | None = None,
 ) -> dict[str, Any]:
     """Map field names to their canonical spelling; reject unknown and repeated ones.
 
     The Go operator decoded watches.yaml through encoding/json, which matches field names
     case-insensitively (`Kind:` works like `kind:`); that is kept. Unknown names were
-    silently ignored there; here they are an error naming the known ones.
+    silently ignored there: given an `unknown` list, they are skipped and each is added
+    to it (for a warning); without one, the first is an error. Both name the known keys.
     """
     canonical = {name.casefold(): name for name in known}
     fields: dict[str, Any] = {}
@@ -106,9 +111,18 @@ def normalize_keys(
         if name is None:
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise FieldError(
-                (*path, str(key)), f"unknown key; {hint}known keys: {', '.join(known)}"
+            if unknown is None:
+                raise FieldError(
+                    (*path, str(key)), f"unknown key; {hint}known keys: {', '.join(known)}"
+                )
+            hint = hint.rstrip(" ") or f"known keys: {', '.join(known)}"
+            unknown.append(
+                FieldError(
+                    (*path, str(key)),
+                    f"unknown key, ignored (as the Go operator ignores it); {hint}",
+                )
             )
+            continue
         if name in fields:
             raise FieldError((*path, str(key)), f"given twice (also as {name!r})")
         fields[name] = value

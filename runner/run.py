@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import watches as watches_mod
+from runner.ansible import hooks
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.ansible.fastwire import Discovery
@@ -30,6 +31,7 @@ from runner.engine.reconciler import RunSettings
 from runner.engine.reload import Reloader
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
+from runner.k8s.kubeconfig import locate as locate_kubeconfig
 from runner.observability import logging as logs
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import OperatorMetrics
@@ -90,9 +92,14 @@ def run(args: argparse.Namespace) -> int:
     prepare_environment(args, environ)
     reconcile_period = _duration("--reconcile-period", args.reconcile_period)
     graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
+    # Every setting is checked before the first log line: a mistake is one line.
+    endpoints(args)
+    leader_settings(args, environ, watch_namespaces(environ))
+
+    warned: set[str] = set()
 
     def load_watches() -> tuple[watches_mod.Watch, ...]:
-        return watches_mod.load(
+        loaded = watches_mod.load(
             args.watches_file,
             environ=dict(environ),
             cwd=Path.cwd(),
@@ -100,8 +107,15 @@ def run(args: argparse.Namespace) -> int:
             default_max_concurrent_reconciles=args.max_concurrent_reconciles,
             default_ansible_verbosity=args.ansible_verbosity,
         )
+        # Once per process: a live reload re-reads the file but does not repeat them.
+        for message in (message for watch in loaded for message in watch.warnings):
+            if message not in warned:
+                warned.add(message)
+                log.warning("%s", message)
+        return loaded
 
     loaded = load_watches()
+    locate_kubeconfig(_kubeconfig(environ), environ)
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
@@ -114,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
             load_watches=load_watches,
         )
     )
+
+
+def _kubeconfig(environ: Mapping[str, str]) -> str | None:
+    return environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
 
 
 async def _clean_stale_runs(
@@ -175,13 +193,34 @@ def leader_settings(
             "--leader-elect: no namespace for the Lease; outside a pod pass "
             "--leader-election-namespace (or set WATCH_NAMESPACE)"
         )
-    return LeaderSettings(
+    settings = LeaderSettings(
         name=name,
         namespace=namespace,
         lease_duration=_duration("--leader-elect-lease-duration", args.leader_elect_lease_duration),
         renew_deadline=_duration("--leader-elect-renew-deadline", args.leader_elect_renew_deadline),
         retry_period=_duration("--leader-elect-retry-period", args.leader_elect_retry_period),
     )
+    check_leader_durations(settings)
+    return settings
+
+
+def check_leader_durations(settings: LeaderSettings) -> None:
+    """client-go's rules for an elector (the Go operator fails on them at start):
+    lease > renew deadline > 1.2 x retry period > 0."""
+    lease, renew, retry = settings.lease_duration, settings.renew_deadline, settings.retry_period
+    problem = ""
+    if retry <= 0:
+        problem = "--leader-elect-retry-period must be above 0"
+    elif lease <= renew:
+        problem = "--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline"
+    elif renew <= 1.2 * retry:
+        problem = (
+            "--leader-elect-renew-deadline must be longer than 1.2 x --leader-elect-retry-period"
+        )
+    if problem:
+        raise ConfigError(
+            f"{problem} (lease {lease:g}s, renew deadline {renew:g}s, retry period {retry:g}s)"
+        )
 
 
 @dataclass(frozen=True)
@@ -214,7 +253,7 @@ async def _serve(
     environ = os.environ
     served = endpoints(args)
     leadership = leader_settings(args, environ, namespaces)
-    kubeconfig = environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    kubeconfig = _kubeconfig(environ)
     async with contextlib.AsyncExitStack() as stack:
         client = await KubeClient.connect(kubeconfig=kubeconfig)
         stack.push_async_callback(client.close)
@@ -252,12 +291,13 @@ async def _serve(
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
-        backend_type = FastBackend if args.ansible_backend == "fast" else RunnerBackend
+        backend_type, share_payloads = _backend_choice(args.ansible_backend)
         backend = backend_type(
             base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
             max_artifacts_bytes=args.max_artifacts_bytes,
+            share_payloads=share_payloads,
         )
         stack.push_async_callback(backend.close)
         discovered = (*DISCOVERED_KINDS, *((w.gvk.api_version, w.gvk.kind) for w in loaded))
@@ -335,6 +375,18 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
+
+
+def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
+    """The backend class for `--ansible-backend` and whether runs share module payloads,
+    after the start-up check of the ansible-core hooks (one warning when some are left
+    out: the run then goes the plain ansible-runner way for them)."""
+    core = hooks.plan(hooks.installed_core_version())
+    warning = core.warning(requested)
+    if warning is not None:
+        log.warning(warning)
+    fast = requested == "fast" and core.uses("zygote")
+    return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
 def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:

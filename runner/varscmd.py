@@ -31,6 +31,7 @@ import yaml
 
 from runner.errors import ConfigError
 from runner.structs import GVK
+from runner.yamlerror import describe_yaml_error
 
 if TYPE_CHECKING:
     from runner.watches import Watch
@@ -98,7 +99,7 @@ def parse_cr(text: str, *, source: str) -> dict[str, Any]:
     try:
         docs = [doc for doc in yaml.load_all(text, Loader=_Loader) if doc is not None]
     except yaml.YAMLError as err:
-        raise ConfigError(f"{source}: not valid YAML: {err}") from None
+        raise ConfigError(f"{source}: not valid YAML {describe_yaml_error(err)}") from None
     if len(docs) != 1:
         raise ConfigError(f"{source}: expected one custom resource, found {len(docs)} documents")
     obj = docs[0]
@@ -231,6 +232,8 @@ def _cmd_vars(args: argparse.Namespace) -> int:
         collections_path=args.ansible_collections_path,
     )
     watches = watches_mod.load(args.watches_file, environ=environ, cwd=cwd)
+    for message in (message for watch in watches for message in watch.warnings):
+        print(f"warning: {message}", file=sys.stderr)
     source = "stdin" if args.cr_file == "-" else str(args.cr_file)
     if args.cr_file == "-":
         text = sys.stdin.read()

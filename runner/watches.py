@@ -2,22 +2,29 @@
 
 Every project written for the Go ansible-operator ships a watches.yaml; it must load here
 unchanged, with the same keys, defaults, role look-up and environment overrides (see
-shared/SPEC.md). Where the original failed late or silently (a bad selector, an unknown
-key, a typo in a bool), loading fails here, with one message naming the file, the entry
-(counted from 1), its GVK, the key, the bad value and the line:
+shared/SPEC.md). The rule for mistakes: what the original refused (or failed on later: a
+bad selector) is refused at load, with one message naming the file, the entry (counted
+from 1), its GVK, the key, the bad value and the line:
 
     watches.yaml: entry 2 (cache.example.com/v1alpha1, Kind=Memcached): reconcilePeriod:
     invalid duration "5 minutes": unknown unit " minutes" in duration "5 minutes" (line 9)
 
+What the original accepted loads here too, but when it probably is not what the author
+meant (role and playbook both set, an unknown or ignored key, a group no CRD can have, a
+negative period, a `${VAR}` that is unset or empty) the watch carries a warning in the
+same format in `Watch.warnings`, which `run` logs once.
+
 Compatibility details kept on purpose:
-* `$VAR` / `${VAR}` are expanded before parsing; like the original (os.Expand with a
-  look-up that keeps unknown names), an unset variable stays in the text as `${VAR}`.
+* `$VAR` / `${VAR}` are expanded before parsing (runner.envexpand); like the original, an
+  unset variable stays in the text as `${VAR}`.
 * YAML 1.1 scalars (`yes`, `True`), but dates stay strings, as they did in Go.
-* Field names match case-insensitively (the original decoded through encoding/json).
+* Field names match case-insensitively (the original decoded through encoding/json), and
+  unknown ones are ignored (with a warning, and a "did you mean").
 * `maxWorkers`, `ansibleVerbosity` and `maxConcurrentReconciles` were accepted and ignored
-  by the original; they still are, and are listed in `Watch.ignored_keys` for a warning.
+  by the original; they still are (flags and environment variables set them).
 * `reconcilePeriod` 0 and `maxRunnerArtifacts` 0 mean the default; a negative period is
-  kept (the original then never requeued periodically).
+  kept (the original then never requeued periodically); an unquoted number is refused,
+  as the original refused it (it has no unit).
 
 `parse()` is pure apart from checking that roles and playbooks exist; `load()` reads the
 file and calls it.
@@ -25,6 +32,7 @@ file and calls it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -37,6 +45,7 @@ from typing import Any, Final
 import yaml
 
 from runner.durations import parse_duration
+from runner.envexpand import expand_env, expand_traced
 from runner.errors import ConfigError
 from runner.labelselector import (
     FieldError,
@@ -47,6 +56,7 @@ from runner.labelselector import (
     parse_label_selector,
 )
 from runner.structs import GVK
+from runner.yamlerror import describe_yaml_error
 
 __all__ = [
     "DEFAULT_ANSIBLE_VERBOSITY",
@@ -97,7 +107,11 @@ _IGNORED_FOLDED: Final = frozenset(key.casefold() for key in _IGNORED_KEYS)
 _GVK_KEYS: Final = ("group", "version", "kind")
 _FINALIZER_KEYS: Final = ("name", "playbook", "role", "vars")
 _INTEGER: Final = re.compile(r"[+-]?[0-9]+\Z")
-_SPECIAL_VARS: Final = frozenset("*#$@!?-0123456789")
+_DNS_SUBDOMAIN: Final = re.compile(
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
+)
+_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_KIND: Final = re.compile(r"[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?\Z")
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,11 @@ class Watch:
     max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES
     ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY
     ignored_keys: tuple[str, ...] = ()
+    """Keys read and ignored (as the Go operator ignored them): unknown ones, and the
+    three it never read from the file (maxConcurrentReconciles, ...)."""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """What the entry accepts, as the Go operator did, but probably did not mean: one
+    message each, naming file, entry, key and line (`run` logs them once)."""
 
 
 @dataclass(frozen=True)
@@ -160,43 +179,6 @@ _Loader.yaml_implicit_resolvers = {
 def env_suffix(gvk: GVK) -> str:
     """`<KIND>_<GROUP>` of the per-watch variables: upper case, dots to `_` (dashes kept)."""
     return f"{gvk.kind}_{gvk.group}".replace(".", "_").upper()
-
-
-def _shell_name(text: str, start: int) -> tuple[str, int]:
-    """The variable name after a `$` at `start - 1`, and how many characters it spans."""
-    if text[start] == "{":
-        if len(text) - start > 2 and text[start + 1] in _SPECIAL_VARS and text[start + 2] == "}":
-            return text[start + 1], 3
-        end = text.find("}", start + 1)
-        if end == -1:
-            return "", 1  # bad syntax: "${" is dropped
-        return text[start + 1 : end], end - start + 1  # "${}" gives "" and is dropped
-    if text[start] in _SPECIAL_VARS:
-        return text[start], 1
-    end = start
-    while end < len(text) and (text[end] == "_" or (text[end].isascii() and text[end].isalnum())):
-        end += 1
-    return text[start:end], end - start
-
-
-def expand_env(text: str, environ: Mapping[str, str]) -> str:
-    """Expand `$NAME` / `${NAME}` with Go's os.Expand rules; unset names become `${NAME}`."""
-    out: list[str] = []
-    copied = 0
-    index = 0
-    while index < len(text):
-        if text[index] == "$" and index + 1 < len(text):
-            out.append(text[copied:index])
-            name, width = _shell_name(text, index + 1)
-            if name:
-                out.append(environ[name] if name in environ else "${" + name + "}")
-            elif width == 0:
-                out.append("$")  # a lone "$" stays
-            index += width
-            copied = index + 1
-        index += 1
-    out.append(text[copied:])
-    return "".join(out)
 
 
 def _search_path(
@@ -326,21 +308,34 @@ def _role(value: str, path: FieldPath, ctx: _Context) -> Path:
     raise FieldError(path, f"{value} was not found (looked in {looked})")
 
 
-def _reconcile_period(value: object, default: float) -> float:
+def _reconcile_period(value: object, default: float, warns: list[FieldError]) -> float:
+    path: FieldPath = ("reconcilePeriod",)
     if value is None:
         return default
     if isinstance(value, str):
+        quoted = json.dumps(value, ensure_ascii=False)
         try:
             seconds = parse_duration(value)
         except ValueError as exc:
-            quoted = json.dumps(value, ensure_ascii=False)
-            raise FieldError(("reconcilePeriod",), f"invalid duration {quoted}: {exc}") from None
+            raise FieldError(path, f"invalid duration {quoted}: {exc}") from None
+        if seconds < 0:
+            warns.append(
+                FieldError(
+                    path,
+                    f"{quoted} is negative: resources are then never reconciled periodically "
+                    '(as with the Go operator); leave it out or write "0" for the '
+                    "--reconcile-period default",
+                )
+            )
     elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        seconds = float(value)  # an unquoted number: seconds (the original refused it)
-    else:
+        # The Go operator refuses an unquoted number too: it has no unit.
         raise FieldError(
-            ("reconcilePeriod",), f'expected a duration such as "30s", got {describe(value)}'
+            path,
+            f'expected a duration string such as "{value}s", got the number {value} '
+            "(a bare number has no unit)",
         )
+    else:
+        raise FieldError(path, f'expected a duration such as "30s", got {describe(value)}')
     return default if seconds == 0 else seconds
 
 
@@ -354,7 +349,7 @@ def _max_runner_artifacts(value: object) -> int:
     return value
 
 
-def _blacklist(value: object) -> tuple[GVK, ...]:
+def _blacklist(value: object, warns: list[FieldError]) -> tuple[GVK, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -368,7 +363,7 @@ def _blacklist(value: object) -> tuple[GVK, ...]:
             raise FieldError(
                 path, f"expected a mapping with group, version, kind, got {describe(item)}"
             )
-        gvk = _gvk(normalize_keys(item, _GVK_KEYS, path=path), path)
+        gvk = _gvk(normalize_keys(item, _GVK_KEYS, path=path, unknown=warns), path)
         for key in ("version", "kind"):
             if not getattr(gvk, key):
                 raise FieldError((*path, key), f"must not be empty in {describe(dict(item))}")
@@ -376,7 +371,7 @@ def _blacklist(value: object) -> tuple[GVK, ...]:
     return tuple(result)
 
 
-def _finalizer(value: object, ctx: _Context) -> Finalizer | None:
+def _finalizer(value: object, ctx: _Context, warns: list[FieldError]) -> Finalizer | None:
     if value is None:
         return None
     path: FieldPath = ("finalizer",)
@@ -384,7 +379,7 @@ def _finalizer(value: object, ctx: _Context) -> Finalizer | None:
         raise FieldError(
             path, f"expected a mapping with name, role|playbook, vars, got {describe(value)}"
         )
-    fields = normalize_keys(value, _FINALIZER_KEYS, path=path)
+    fields = normalize_keys(value, _FINALIZER_KEYS, path=path, unknown=warns)
     name = _string(fields, "name", path)
     if not name:
         raise FieldError((*path, "name"), f"finalizer must have name, got {describe(dict(value))}")
@@ -392,6 +387,8 @@ def _finalizer(value: object, ctx: _Context) -> Finalizer | None:
     role_value = _string(fields, "role", path)
     finalizer_vars = _vars(fields.get("vars"), (*path, "vars"))
     if playbook_value:
+        if role_value:
+            warns.append(_both((*path, "role"), role_value))
         return Finalizer(
             name=name,
             playbook=_playbook(playbook_value, (*path, "playbook"), ctx),
@@ -436,23 +433,77 @@ def _ansible_verbosity(gvk: GVK, ctx: _Context) -> int:
     return value
 
 
-def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int]) -> Watch:
+def _both(role_path: FieldPath, role: str) -> FieldError:
+    return FieldError(
+        role_path,
+        f"{role} is ignored: playbook is set too, and the playbook runs (as with the Go "
+        "operator); remove one of the two",
+    )
+
+
+def _ignored(key: str, value: object, gvk: GVK) -> FieldError:
+    """The Go operator never read these from the file; say where the setting lives."""
+    if key.casefold() == "ansibleverbosity":
+        where = f"--ansible-verbosity or ANSIBLE_VERBOSITY_{env_suffix(gvk)}"
+    else:
+        where = f"--max-concurrent-reconciles or MAX_CONCURRENT_RECONCILES_{env_suffix(gvk)}"
+    return FieldError(
+        (key,),
+        f"{describe(value)} is ignored: watches.yaml cannot set it (the Go operator ignores "
+        f"it too); use {where}",
+    )
+
+
+def _check_gvk_syntax(gvk: GVK, warns: list[FieldError]) -> None:
+    """Names no CustomResourceDefinition can have: accepted (the Go operator accepted
+    them), but such a watch never finds anything to reconcile."""
+    checks = (
+        (
+            "group",
+            gvk.group,
+            _DNS_SUBDOMAIN,
+            "a DNS subdomain: lower-case letters, digits, '-' and '.'",
+        ),
+        ("version", gvk.version, _DNS_LABEL, "lower-case letters, digits and '-'"),
+        ("kind", gvk.kind, _KIND, "a letter, then letters, digits and '-'"),
+    )
+    for key, value, pattern, rule in checks:
+        if value and not pattern.match(value):
+            warns.append(
+                FieldError(
+                    (key,),
+                    f"{json.dumps(value, ensure_ascii=False)} is not a valid API {key} "
+                    f"({rule}): no CustomResourceDefinition can serve it, so this watch "
+                    "will find nothing to reconcile",
+                )
+            )
+
+
+def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int], warns: list[FieldError]) -> Watch:
     if not isinstance(raw, Mapping):
         raise FieldError((), f"expected a mapping, got {describe(raw)}")
     ignored = {key for key in raw if isinstance(key, str) and key.casefold() in _IGNORED_FOLDED}
-    fields = normalize_keys({k: v for k, v in raw.items() if k not in ignored}, KNOWN_KEYS, path=())
+    unknown: list[FieldError] = []
+    fields = normalize_keys(
+        {k: v for k, v in raw.items() if k not in ignored}, KNOWN_KEYS, path=(), unknown=unknown
+    )
     gvk = _gvk(fields, ())
     for key in ("version", "kind"):
         if not getattr(gvk, key):
             raise FieldError((key,), f"invalid GVK: {gvk}: {key} must not be empty")
     if gvk in seen:
         raise FieldError((), f"duplicate GVK: {gvk} (first defined by entry {seen[gvk]})")
+    _check_gvk_syntax(gvk, warns)
+    warns += unknown
+    warns += [_ignored(key, raw[key], gvk) for key in sorted(ignored)]
 
     playbook_value = _string(fields, "playbook", ())
     role_value = _string(fields, "role", ())
     playbook = role = None
     if playbook_value:
         playbook = _playbook(playbook_value, ("playbook",), ctx)
+        if role_value:
+            warns.append(_both(("role",), role_value))
     elif role_value:
         role = _role(role_value, ("role",), ctx)
     else:
@@ -465,7 +516,7 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int]) -> Watch:
         role=role,
         vars=_vars(fields.get("vars"), ("vars",)),
         reconcile_period=_reconcile_period(
-            fields.get("reconcilePeriod"), ctx.default_reconcile_period
+            fields.get("reconcilePeriod"), ctx.default_reconcile_period, warns
         ),
         manage_status=_bool(fields, "manageStatus"),
         watch_dependent_resources=_bool(fields, "watchDependentResources"),
@@ -474,12 +525,12 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int]) -> Watch:
         watch_annotations_changes=_bool(fields, "watchAnnotationsChanges"),
         mark_unsafe=_bool(fields, "markUnsafe"),
         max_runner_artifacts=_max_runner_artifacts(fields.get("maxRunnerArtifacts")),
-        blacklist=_blacklist(fields.get("blacklist")),
+        blacklist=_blacklist(fields.get("blacklist"), warns),
         selector=None if selector is None else parse_label_selector(selector, path=("selector",)),
-        finalizer=_finalizer(fields.get("finalizer"), ctx),
+        finalizer=_finalizer(fields.get("finalizer"), ctx, warns),
         max_concurrent_reconciles=_max_concurrent_reconciles(gvk, ctx),
         ansible_verbosity=_ansible_verbosity(gvk, ctx),
-        ignored_keys=tuple(sorted(ignored)),
+        ignored_keys=tuple(sorted(ignored | {str(w.path[0]) for w in unknown})),
     )
 
 
@@ -528,13 +579,8 @@ def _document(text: str, source: str) -> tuple[yaml.Node | None, Any]:
     try:
         node = loader.get_single_node()
         return node, (None if node is None else loader.construct_document(node))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = "; ".join(part for part in (exc.context, exc.problem) if part)
-        raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{source}: invalid YAML {describe_yaml_error(exc)}") from None
     finally:
         loader.dispose()
 
@@ -577,7 +623,8 @@ def parse(
         default_max_concurrent_reconciles=default_max_concurrent_reconciles,
         default_ansible_verbosity=default_ansible_verbosity,
     )
-    root, data = _document(expand_env(text, environ), source)
+    expanded, expansions = expand_traced(text, environ)
+    root, data = _document(expanded, source)
     if root is None:
         raise ConfigError(f"{source}: is empty; expected a list of watches")
     if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
@@ -587,16 +634,53 @@ def parse(
     seen: dict[GVK, int] = {}
     watches: list[Watch] = []
     for index, (raw, node) in enumerate(zip(data, root.value, strict=True), start=1):
+        header = _header(source, index, raw)
+        warns: list[FieldError] = []
+        inside = [(e, path) for e in expansions if (path := _path_at(node, e.line)) is not None]
         try:
-            watch = _entry(raw, ctx, seen)
+            watch = _entry(raw, ctx, seen, warns)
         except FieldError as exc:
-            key = f"{exc.key}: " if exc.path else ""
-            raise ConfigError(
-                f"{_header(source, index, raw)}: {key}{exc.problem} (line {_line(node, exc.path)})"
-            ) from None
+            # An error an empty or unset variable led to names the variable.
+            # So does one a misspelt key led to (`roles:` for `role:`).
+            hints = "".join(f"; {e.describe()} on line {e.line}" for e, _ in inside)
+            hints += "".join(f"; {w.key}: {w.problem}" for w in warns if "unknown key" in w.problem)
+            raise ConfigError(f"{header}: {_located(exc, node, hints)}") from None
+        warns += [FieldError(path, e.describe()) for e, path in inside]
+        messages = tuple(f"{header}: {_located(w, node)}" for w in warns)
         seen[watch.gvk] = index
-        watches.append(watch)
+        watches.append(dataclasses.replace(watch, warnings=messages) if messages else watch)
     return tuple(watches)
+
+
+def _located(problem: FieldError, node: yaml.Node, hints: str = "") -> str:
+    key = f"{problem.key}: " if problem.path else ""
+    return f"{key}{problem.problem}{hints} (line {_line(node, problem.path)})"
+
+
+def _last_line(node: yaml.Node) -> int:
+    """1-based last line of `node` (its end mark is just past it)."""
+    end = node.end_mark
+    return end.line + 1 if end.column > 0 else max(end.line, node.start_mark.line + 1)
+
+
+def _path_at(node: yaml.Node, line: int) -> FieldPath | None:
+    """The path of the deepest key under `node` whose key or value spans `line`; None
+    when the line is not inside any key of the entry (a comment between entries)."""
+    if not node.start_mark.line + 1 <= line <= _last_line(node):
+        return None
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.start_mark.line + 1 <= line <= _last_line(value):
+                below = _path_at(value, line)
+                return (str(key.value), *(below or ()))
+        return None
+    if isinstance(node, yaml.SequenceNode):
+        for position, item in enumerate(node.value):
+            below = _path_at(item, line)
+            if below is not None or item.start_mark.line + 1 == line:
+                return (position, *(below or ()))
+        return None
+    return ()
 
 
 def load(

@@ -44,7 +44,7 @@ from typing import Any, Literal, Protocol
 
 from ansible_runner import Runner, RunnerConfig
 
-from runner.ansible import artifacts, disk, payloads
+from runner.ansible import artifacts, disk
 from runner.ansible.events import (
     NO_STATS_ERROR,
     EventCollector,
@@ -52,6 +52,7 @@ from runner.ansible.events import (
     no_stats_reason,
     strip_ansi,
 )
+from runner.ansible.hooks import payloads
 from runner.ansible.inputs import (
     HOSTS_FILE,
     KUBECONFIG_FILE,
@@ -64,7 +65,7 @@ from runner.ansible.inputs import (
     runner_config,
 )
 from runner.errors import AnsibleRunError
-from runner.redact import redact, redact_text
+from runner.redact import LOG_LIMIT, redact, redact_message, redact_text
 from runner.structs.gvk import GVK
 
 __all__ = [
@@ -118,6 +119,8 @@ class RunnerBackend:
     the runs in progress (the engine's own limits are normally lower).
     `max_artifacts_bytes` (`--max-artifacts-bytes`) caps the disk use of all CRs' run
     directories under `base_dir`, enforced after each run (`disk.py`); <= 0: no cap.
+    `share_payloads`: load the payload-sharing callback plugin into runs (off when the
+    start-up check left the `payloads` hook out, see `runner.ansible.hooks`).
     """
 
     def __init__(
@@ -130,8 +133,10 @@ class RunnerBackend:
         env: Mapping[str, str] | None = None,
         max_workers: int = 64,
         max_artifacts_bytes: int = 0,
+        share_payloads: bool = True,
     ) -> None:
         self.base_dir = base_dir
+        self._share_payloads = share_payloads
         self._log_events = log_events
         self._debug_logs = debug_logs
         self._logger = logger or logging.getLogger("runner.ansible")
@@ -316,6 +321,8 @@ class RunnerBackend:
     def _run_variables(self) -> dict[str, str]:
         """What every run gets on top of the operator's environment: the backend's
         variables and those of the payload sharing."""
+        if not self._share_payloads:
+            return dict(self._env)
         with self._payload_lock:
             if self._payload_store is None:
                 self._payload_store = tempfile.mkdtemp(prefix="ansible-operator-payloads-")
@@ -440,7 +447,7 @@ def _write_file(path: Path, content: str) -> None:
         handle.write(content)
 
 
-PAYLOAD_CALLBACK_DIR = Path(__file__).resolve().parent / "callback_plugins"
+PAYLOAD_CALLBACK_DIR = Path(__file__).resolve().parent / "hooks" / "callback_plugins"
 """Holds `ansible_operator_payloads`, the callback plugin that shares module payloads."""
 
 
@@ -531,7 +538,7 @@ class _RunLog:
         if self._debug:
             stdout = event.get("stdout")
             if isinstance(stdout, str) and stdout:
-                text = redact_text(strip_ansi(stdout))
+                text = redact_message(strip_ansi(stdout), LOG_LIMIT)
                 self._logger.info("%s %s", self._prefix, text, extra=self._extra)
 
     def finished(self, *, status: str, rc: int | None, result: RunResult, seconds: float) -> None:
@@ -586,7 +593,7 @@ class _RunLog:
         self._logger.log(
             level,
             "%s",
-            redact_text(line),
+            redact_message(line, LOG_LIMIT),
             extra={**self._extra, "task": redact_text(task), "outcome": outcome},
         )
 

@@ -95,6 +95,7 @@ class FastBackend(RunnerBackend):
         env: Mapping[str, str] | None = None,
         max_workers: int = 64,
         max_artifacts_bytes: int = 0,
+        share_payloads: bool = True,
         python: str | None = None,
     ) -> None:
         super().__init__(
@@ -105,6 +106,7 @@ class FastBackend(RunnerBackend):
             env=env,
             max_workers=max_workers,
             max_artifacts_bytes=max_artifacts_bytes,
+            share_payloads=share_payloads,
         )
         self._python = python or sys.executable
         self._zygotes: dict[tuple[tuple[str, str], ...], _Zygote] = {}
@@ -471,6 +473,11 @@ class _Zygote:
             self._errors = [str(error) for error in message.get("errors") or []]
             for error in self._errors:
                 self._logger.debug("zygote warm-up: %s", error)
+            for reason in message.get("left_out") or []:
+                # Untested lines are reported once at start-up; this is a hook that
+                # should have worked and did not.
+                if "not tested with" not in str(reason):
+                    self._logger.warning("the Ansible zygote runs without hook %s", reason)
             self._logger.debug(
                 "Ansible zygote %s ready in %.2f s", message.get("pid"), message.get("seconds")
             )

@@ -81,6 +81,11 @@ Anything else (other collections, `library/` modules, async, become) runs as usu
 
 _MAIN_MARKER = 'if __name__ == "__main__":\n    _ansiballz_main('
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_MAIN_CALL_2_18 = "if __name__ == '__main__':\n    _ansiballz_main()"
+_ZIPDATA_2_18 = re.compile(r"^    ZIPDATA = ('[A-Za-z0-9+/=]*')$", re.MULTILINE)
+_RUN_MODULE_2_18 = re.compile(
+    r"^        runpy\.run_module\(mod_name=('[A-Za-z0-9_.]+'), init_globals=dict\(", re.MULTILINE
+)
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
@@ -213,11 +218,13 @@ class WrapperArgs:
 
 
 def parse_wrapper(source: bytes) -> WrapperArgs | None:
-    """The arguments of the `_ansiballz_main(...)` call ending an AnsiballZ wrapper."""
+    """What an AnsiballZ wrapper runs: the arguments of the `_ansiballz_main(...)` call
+    ending it (ansible-core 2.19), or its `ZIPDATA` and `runpy.run_module(mod_name=...)`
+    (2.18's wrapper, which ends in `_ansiballz_main()`)."""
     text = source.decode("utf-8", errors="replace")
     start = text.rfind(_MAIN_MARKER)
     if start < 0:
-        return None
+        return _parse_wrapper_2_18(text)
     try:
         tree = ast.parse(text[start:])
     except SyntaxError:
@@ -236,6 +243,22 @@ def parse_wrapper(source: bytes) -> WrapperArgs | None:
             except ValueError:
                 return None
     fqn, data = values.get("module_fqn"), values.get("zip_data")
+    if not isinstance(fqn, str) or not isinstance(data, str):
+        return None
+    return WrapperArgs(module_fqn=fqn, zip_data=data)
+
+
+def _parse_wrapper_2_18(text: str) -> WrapperArgs | None:
+    if not text.rstrip().endswith(_MAIN_CALL_2_18):
+        return None
+    zip_found = _ZIPDATA_2_18.findall(text)
+    fqn_found = _RUN_MODULE_2_18.findall(text)
+    if len(zip_found) != 1 or len(fqn_found) != 1:
+        return None
+    try:
+        data, fqn = ast.literal_eval(zip_found[0]), ast.literal_eval(fqn_found[0])
+    except (ValueError, SyntaxError):
+        return None
     if not isinstance(fqn, str) or not isinstance(data, str):
         return None
     return WrapperArgs(module_fqn=fqn, zip_data=data)

@@ -9,7 +9,7 @@ module_utils of the allow-listed collections — then waits on the control socke
 
     operator -> zygote   {"op": "run", "id", "spec"}  + the run's terminal (SCM_RIGHTS)
                          {"op": "cancel", "id"}
-    zygote -> operator   {"op": "ready", "pid", "seconds", "errors"}
+    zygote -> operator   {"op": "ready", "pid", "seconds", "errors", "left_out"}
                          {"op": "started", "id", "pid"} | {"op": "failed", "id", "error"}
                          {"op": "exited", "id", "status"}   (a waitpid status)
 
@@ -58,7 +58,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runner.ansible import direct, fastwire, inline, kubemodules, modexec, payloads
+from runner.ansible import fastwire, hooks
+from runner.ansible.hooks import direct, inline, kubemodules, modexec, payloads
 
 __all__ = ["main", "warm_up"]
 
@@ -168,15 +169,20 @@ def _warm_and_serve(
         errors = warm_up()
     _remember_settings()
     del os.environ["AWX_ISOLATED_DATA_DIR"]
-    modexec.install(sys_path=base_path)
-    payloads.install(os.path.join(store, "payloads"))
-    direct.install()
     warm_modules = _module_paths(WARM_MODULES)
-    direct.warm([path for path, _ in warm_modules])
-    inline.install()
-    kubemodules.install()
-    kubemodules.warm([fqn for _, fqn in warm_modules])
-    if discovery is not None:
+    warm_paths, warm_fqns = [path for path, _ in warm_modules], [fqn for _, fqn in warm_modules]
+    left_out = []
+    for name, install in (
+        ("modexec", lambda: modexec.install(sys_path=base_path)),
+        ("payloads", lambda: payloads.install(os.path.join(store, "payloads"))),
+        ("direct", lambda: _both(direct.install, lambda: direct.warm(warm_paths))),
+        ("inline", inline.install),
+        ("kubemodules", lambda: _both(kubemodules.install, lambda: kubemodules.warm(warm_fqns))),
+    ):
+        reason = _install_hook(name, install)
+        if reason is not None:
+            left_out.append(reason)
+    if discovery is not None and hooks.enabled("kubemodules"):
         errors += kubemodules.discover(discovery.url, discovery.kinds)
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
@@ -189,9 +195,28 @@ def _warm_and_serve(
             "pid": os.getpid(),
             "seconds": round(time.monotonic() - started, 3),
             "errors": errors,
+            "left_out": left_out,
         }
     )
     return zygote.serve()
+
+
+def _both(first: Callable[[], None], then: Callable[[], None]) -> None:
+    first()
+    then()
+
+
+def _install_hook(name: str, install: Callable[[], object]) -> str | None:
+    """Install hook `name` if it was tested with this ansible-core (`hooks`); why not, if
+    it is not installed. Each hook looks up everything it patches before it patches
+    anything, so one that fails leaves ansible-core as it was."""
+    if not hooks.enabled(name):
+        return f"{name}: not tested with ansible-core {hooks.running_core_version()}"
+    try:
+        install()
+    except Exception as exc:
+        return f"{name}: {type(exc).__name__}: {exc}"
+    return None
 
 
 def warm_up() -> list[str]:
@@ -215,13 +240,15 @@ def warm_up() -> list[str]:
         loader.become_loader,
         loader.callback_loader,
         loader.inventory_loader,
-        loader.vars_loader,
         loader.cache_loader,
         loader.lookup_loader,
         loader.filter_loader,
         loader.test_loader,
     ):
         attempt(plugins.package, lambda plugins=plugins: list(plugins.all(class_only=True)))  # type: ignore[misc]
+    # Vars plugins as a run finds them (ansible-core's own priming: the legacy ones, then
+    # the enabled ones such as `host_group_vars`); each run primes again (`_enter`).
+    attempt("vars plugins", _prime_vars_plugins)
     attempt("strategy linear", lambda: loader.strategy_loader.get("linear", class_only=True))
     for name in WARM_ACTIONS:
         attempt(name, lambda name=name: loader.action_loader.get(name, class_only=True))  # type: ignore[misc]
@@ -508,6 +535,7 @@ def _enter(env: Mapping[str, str], cwd: str) -> None:
         seen.clear()
     importlib.reload(importlib.import_module("ansible.utils.color"))  # stdout is a tty now
     _fresh_event_context()
+    _fresh_vars_plugins()
     # CLI.run installs the collection finder again; the zygote's is the same one.
     warnings.filterwarnings("ignore", message="AnsibleCollectionFinder has already been configured")
 
@@ -582,6 +610,26 @@ def _fresh_event_context() -> None:
     """`awx_display` reads the run's artifact directory when its event context is made."""
     for module in _event_modules:
         vars(module)["event_context"] = module.EventContext()
+
+
+def _prime_vars_plugins() -> None:
+    from ansible.vars import plugins
+
+    plugins._prime_vars_loader()
+
+
+def _fresh_vars_plugins() -> None:
+    """The vars plugin loader as a new process has it: with no plugin instances and no
+    search paths yet, so that the run's first lookup of vars primes it with the run's own
+    settings (`VARIABLE_PLUGINS_ENABLED`, the plugin paths). Left warm, its instance cache
+    would be the zygote's: a loader whose paths are known is never primed again, and one
+    primed by anything but ansible-core's `_prime_vars_loader` lacks the enabled plugins
+    (`host_group_vars`, without which no `group_vars`/`host_vars` are read). The plugins'
+    modules stay imported; priming again costs well under a millisecond."""
+    from ansible.plugins.loader import vars_loader
+
+    vars_loader._plugin_instance_cache = {}
+    vars_loader._paths = None
 
 
 def _playbook(argv: list[str]) -> int:

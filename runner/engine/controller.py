@@ -164,7 +164,12 @@ class Controller:
             self.active -= 1
             self.reconciles += 1
             if self._metrics is not None:
-                self._metrics.finished(self.watch.gvk, started, result=_result_label(outcome))
+                self._metrics.finished(
+                    self.watch.gvk,
+                    started,
+                    result=_result_label(outcome),
+                    manages_status=self.watch.manage_status,
+                )
         return outcome
 
     def _apply(self, key: NamespacedName, outcome: Outcome) -> None:

@@ -29,6 +29,7 @@ from kubernetes_asyncio import config as k8s_config
 
 from runner.errors import ConfigError
 from runner.k8s.errors import APIError, NotFound, Unavailable, from_response, from_status
+from runner.k8s.kubeconfig import locate
 from runner.structs import GVK
 
 log = logging.getLogger("ansible-operator.k8s")
@@ -103,17 +104,17 @@ class KubeClient:
         $KUBECONFIG, else ~/.kube/config when it exists, else the in-cluster service
         account. Raises ConfigError when none of them can be loaded."""
         configuration = k8s_client.Configuration()
-        path = kubeconfig or os.environ.get("KUBECONFIG") or None
-        default = os.path.expanduser("~/.kube/config")
+        # Checked first: the library's own messages name neither the file nor the cure.
+        source = locate(kubeconfig, os.environ)
         refresher: asyncio.Task[None] | None = None
         try:
-            if path is None and not os.path.exists(default):
+            if source is None:
                 k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
                     client_configuration=configuration
                 )
             else:
                 loader = await k8s_config.load_kube_config(
-                    config_file=path or default,
+                    config_file=kubeconfig or os.environ.get("KUBECONFIG") or source.path,
                     client_configuration=configuration,
                     persist_config=False,
                 )
@@ -122,8 +123,11 @@ class KubeClient:
                 refresher = asyncio.create_task(
                     k8s_config.refresh_token(loader, configuration), name="kube-token-refresh"
                 )
-        except (k8s_config.ConfigException, OSError, ValueError, KeyError) as err:
-            raise ConfigError(f"cannot load the Kubernetes client configuration: {err}") from err
+        except (k8s_config.ConfigException, OSError, ValueError, KeyError, TypeError) as err:
+            where = f"{source.origin}: " if source else ""
+            raise ConfigError(
+                f"{where}cannot load the Kubernetes client configuration: {err}"
+            ) from err
         return cls(k8s_client.ApiClient(configuration=configuration), refresher=refresher)
 
     async def close(self) -> None:

@@ -6,9 +6,10 @@ and `error` with the traceback. The default is a readable console line (JSON too
 stderr is not a terminal and `--zap-devel` is off). `--zap-log-level` takes
 debug/info/error or a number (zap's 1-9, higher is chattier).
 
-Both formats pass every line through `runner.redact.redact_text`, a last line of defence
-against a credential reaching the logs from a message nobody thought of (an API error
-quoting a request, a role's failure message).
+Both formats pass every line through `runner.redact.redact_message`, a last line of
+defence against a credential reaching the logs from a message nobody thought of (an API
+error quoting a request, a role's failure message); a line longer than
+`runner.redact.LOG_LIMIT` keeps its end.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.redact import redact, redact_text
+from runner.redact import LOG_LIMIT, redact, redact_message
 
 __all__ = ["ConsoleFormatter", "JSONFormatter", "configure", "level_from_flag"]
 
@@ -46,7 +47,9 @@ def level_from_flag(text: str) -> int:
         verbosity = int(lowered)
     except ValueError:
         raise ValueError(f"--zap-log-level: invalid level {text!r}") from None
-    return logging.DEBUG if verbosity > 0 else logging.INFO
+    if verbosity <= 0:  # as zap's flag: custom levels count up from 1
+        raise ValueError(f"--zap-log-level: invalid level {text!r}")
+    return logging.DEBUG
 
 
 class JSONFormatter(logging.Formatter):
@@ -57,16 +60,16 @@ class JSONFormatter(logging.Formatter):
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": redact_text(record.getMessage()),
+            "msg": redact_message(record.getMessage(), LOG_LIMIT),
         }
         for key, value in vars(record).items():
             if key in _STANDARD_ATTRIBUTES or key in _ENTRY_KEYS or key.startswith("_"):
                 continue
             entry[key] = redact(value)
         if record.exc_info:
-            entry["error"] = redact_text(self.formatException(record.exc_info))
+            entry["error"] = redact_message(self.formatException(record.exc_info), LOG_LIMIT)
         elif record.exc_text:
-            entry["error"] = redact_text(record.exc_text)
+            entry["error"] = redact_message(record.exc_text, LOG_LIMIT)
         return json.dumps(entry, default=str)
 
 
@@ -77,7 +80,7 @@ class ConsoleFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)-7s %(name)s  %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact_text(super().format(record))
+        return redact_message(super().format(record), LOG_LIMIT)
 
 
 def configure(*, level: str, encoder: str, devel: bool) -> None:

@@ -5,8 +5,9 @@ several side by side). What is in it:
 
 - `ansible_operator_build_info{commit,version}` = 1;
 - `ansible_operator_reconcile_result{GVK,result}`: a gauge that only counts up, as in the
-  original; `ansible_operator_reconciles{GVK}`: a histogram of whole reconciles (the
-  original timed only the run set-up);
+  original, and like it only for watches that manage status (the original counts where
+  it writes the final status); `ansible_operator_reconciles{GVK}`: a histogram of whole
+  reconciles (the original timed only the run set-up);
 - `resource_created_at_seconds{name,namespace,group,version,kind}` for every primary CR;
 - controller-runtime's controller and work-queue metrics, labelled by controller name;
 - the roles' own metrics from `operator_sdk.util.osdk_metric` (`usermetrics.py`).
@@ -170,8 +171,11 @@ class ControllerMetrics:
         self._active.inc()
         return time.monotonic()
 
-    def finished(self, gvk: GVK, started: float, *, result: str) -> None:
-        """`result`: success, error, requeue_after (controller-runtime's labels)."""
+    def finished(
+        self, gvk: GVK, started: float, *, result: str, manages_status: bool = True
+    ) -> None:
+        """`result`: success, error, requeue_after (controller-runtime's labels);
+        `manages_status`: the watch's `manageStatus`."""
         seconds = time.monotonic() - started
         self._active.dec()
         self._m.work_duration.labels(name=self.name).observe(seconds)
@@ -181,8 +185,9 @@ class ControllerMetrics:
             self._m.reconcile_errors.labels(controller=self.name).inc()
         gvk_label = str(gvk)
         self._m.reconciles.labels(GVK=gvk_label).observe(seconds)
-        outcome = "failed" if result == "error" else "succeeded"
-        self._m.reconcile_result.labels(GVK=gvk_label, result=outcome).inc()
+        if manages_status:
+            outcome = "failed" if result == "error" else "succeeded"
+            self._m.reconcile_result.labels(GVK=gvk_label, result=outcome).inc()
 
 
 def _resource_labels(gvk: GVK, meta: dict[str, Any]) -> dict[str, str]:

@@ -7,9 +7,12 @@ in the operator's registry, with no name prefix and default buckets, and exporte
 operator's other metrics. Rules, from the original: one metric type per request; a counter
 cannot go down; a name keeps its first type; gauge operations are taken in the order
 increment > decrement > add > subtract > set > set_to_current_time (the original ignored
-`set: 0` — here 0 is a value like any other). A counter is exported under exactly the
-name the role gave, as the original's Go client does: prometheus-client would add
-`_total` to `things` (and did, to a name already ending in it, nothing).
+`set: 0` — here 0 is a value like any other). An empty operation is not an error: an
+empty counter or gauge is created and left as it is, an empty histogram or summary
+observes 0, as in the original. A request that is refused creates nothing. A counter is
+exported under exactly the name the role gave, as the original's Go client does:
+prometheus-client would add `_total` to `things` (and did, to a name already ending in
+it, nothing).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -92,17 +96,9 @@ class UserMetrics:
                 f"metric {name}: exactly one of {', '.join(_TYPES)} is required, got {given}"
             )
         kind = given[0]
-        options: Mapping[str, Any] = payload[kind]
-        metric = self._metric(name, description, kind)
-        if isinstance(metric, Counter):
-            _count(metric, name, options)
-        elif isinstance(metric, Gauge):
-            _gauge(metric, name, options)
-        else:
-            value = _number(name, "observe", options.get("observe"))
-            if value is None:
-                raise MetricError(f"metric {name}: {kind} needs observe")
-            metric.observe(value)
+        # Checked in full before the metric is created: a refused request leaves no trace.
+        update = _update(name, kind, payload[kind])
+        update(self._metric(name, description, kind))
 
     def _metric(self, name: str, description: str, kind: str) -> Metric:
         known = self._metrics.get(name)
@@ -127,40 +123,61 @@ def _number(name: str, option: str, value: Any) -> float | None:
     return float(value)
 
 
-def _count(counter: Counter, name: str, options: Mapping[str, Any]) -> None:
-    if options.get("increment"):
-        counter.inc()
-        return
-    amount = _number(name, "add", options.get("add"))
-    if amount is None:
-        raise MetricError(f"metric {name}: counter needs increment or add")
-    if amount < 0:
+def _update(name: str, kind: str, options: Mapping[str, Any]) -> Callable[[Metric], None]:
+    """What the request does to the metric, validated. As in the original, an empty
+    counter or gauge only makes sure the metric exists, and an empty histogram or summary
+    observes 0 (the Go module's zero value)."""
+    if kind == "counter":
+        return _counter_update(name, options)
+    if kind == "gauge":
+        return _gauge_update(name, options)
+    value = _number(name, "observe", options.get("observe")) or 0.0
+
+    def observe(metric: Metric) -> None:
+        assert isinstance(metric, Histogram | Summary)
+        metric.observe(value)
+
+    return observe
+
+
+def _counter_update(name: str, options: Mapping[str, Any]) -> Callable[[Metric], None]:
+    amount = 1.0 if options.get("increment") else _number(name, "add", options.get("add"))
+    if amount is not None and amount < 0:
         raise MetricError(f"metric {name}: a counter cannot be decreased (add: {amount})")
-    counter.inc(amount)
+
+    def count(metric: Metric) -> None:
+        assert isinstance(metric, Counter)
+        if amount:
+            metric.inc(amount)
+
+    return count
 
 
-def _gauge(gauge: Gauge, name: str, options: Mapping[str, Any]) -> None:
+def _gauge_update(name: str, options: Mapping[str, Any]) -> Callable[[Metric], None]:
     for option in _GAUGE_ORDER:
         value = options.get(option)
         if value is None or value is False:
             continue
-        if option == "increment":
-            gauge.inc()
-        elif option == "decrement":
-            gauge.dec()
-        elif option == "set_to_current_time":
-            gauge.set_to_current_time()
+        if option in ("increment", "decrement", "set_to_current_time"):
+            number = 1.0
         else:
-            number = _number(name, option, value)
-            assert number is not None
-            if option == "add":
-                gauge.inc(number)
-            elif option == "subtract":
-                gauge.dec(number)
-            else:
-                gauge.set(number)
-        return
-    raise MetricError(f"metric {name}: gauge needs one of {', '.join(_GAUGE_ORDER)}")
+            checked = _number(name, option, value)
+            assert checked is not None
+            number = checked
+        return partial(_gauge_apply, option, number)
+    return lambda metric: None
+
+
+def _gauge_apply(option: str, number: float, metric: Metric) -> None:
+    assert isinstance(metric, Gauge)
+    if option == "set_to_current_time":
+        metric.set_to_current_time()
+    elif option in ("increment", "add"):
+        metric.inc(number)
+    elif option in ("decrement", "subtract"):
+        metric.dec(number)
+    else:
+        metric.set(number)
 
 
 class UserMetricsServer:

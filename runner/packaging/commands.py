@@ -80,6 +80,12 @@ def _catalog_generate(args: argparse.Namespace) -> int:
     from runner.packaging.validate import validate_loaded
     from runner.packaging.write import write_files
 
+    if not Path(args.bundle).is_dir():
+        problem = "is not a directory" if Path(args.bundle).exists() else "does not exist"
+        raise ConfigError(
+            f"--bundle {args.bundle} {problem}; give a bundle directory "
+            "(`ansible-operator bundle generate` writes bundle/)"
+        )
     bundle = load_bundle(Path(args.bundle))
     findings = validate_loaded(bundle)
     if has_errors(findings):

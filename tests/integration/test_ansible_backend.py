@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 
-from runner.ansible import payloads
+from runner.ansible import hooks
 from runner.ansible.artifacts import list_runs, read_events
 from runner.ansible.backend import LogEvents, RunnerBackend
 from runner.ansible.events import NO_STATS_ERROR, FailedTask
 from runner.ansible.fast import FastBackend
+from runner.ansible.hooks import payloads
+from runner.ansible.hooks.modexec import FORK_NOTE
 from runner.ansible.inputs import RunRequest
-from runner.ansible.modexec import FORK_NOTE
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK
 
@@ -125,6 +126,14 @@ BAD_PLAYBOOK = """\
       debug: msg="a
      bad: [
 """
+
+
+YAML_ERROR = (
+    "We were unable to read either as JSON nor YAML"
+    if hooks.core_line(hooks.installed_core_version() or "") == "2.18"
+    else "YAML parsing failed"
+)
+"""How ansible-playbook reports a playbook that does not parse (its wording changed in 2.19)."""
 
 
 def write_role(root: Path, name: str, tasks: str) -> Path:
@@ -258,7 +267,7 @@ async def test_events_arrive_on_the_loop_in_order(
     [
         pytest.param("missing-role", "role: {path} was not found", id="missing-role"),
         pytest.param("missing-playbook", "playbook: {path} was not found", id="missing-playbook"),
-        pytest.param("syntax-error", f"{NO_STATS_ERROR}: YAML parsing failed", id="syntax-error"),
+        pytest.param("syntax-error", f"{NO_STATS_ERROR}: {YAML_ERROR}", id="syntax-error"),
         pytest.param(
             "unknown-role-in-playbook",
             f"{NO_STATS_ERROR}: the role 'nothere' was not found",
@@ -431,6 +440,39 @@ async def test_ansible_args_and_inventory_from_the_environment(
     data_dir = backend.data_dir(req)
     assert (data_dir / "env/cmdline").read_text() == "--skip-tags skipme"
     assert (data_dir / "inventory/hosts").read_text() == inventory.read_text()
+
+
+async def test_group_and_host_vars_of_an_inventory_directory(
+    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+) -> None:
+    """`ANSIBLE_INVENTORY` naming a directory: its `group_vars/` and `host_vars/` are
+    loaded (by the `host_group_vars` vars plugin) as ansible-playbook loads them."""
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "host_vars").mkdir()
+    (inventory / "hosts").write_text(
+        "localhost ansible_connection=local"
+        " ansible_python_interpreter={{ansible_playbook_python}}\n"
+    )
+    (inventory / "group_vars" / "all.yml").write_text("from_group: group-all\n")
+    (inventory / "host_vars" / "localhost.yml").write_text("from_host: host-localhost\n")
+    role = write_role(
+        tmp_path,
+        "inventory_vars",
+        "- ansible.builtin.copy:\n"
+        '    dest: "{{ out_dir }}/vars.txt"\n'
+        '    content: "{{ from_group }} {{ from_host }}"\n',
+    )
+    backend = backend_type(tmp_path / "runner", env={**FAST, "ANSIBLE_INVENTORY": str(inventory)})
+    try:
+        # Twice: the second run of a backend must see them as the first did.
+        for name in ("first", "second"):
+            result = await backend.run(request(name, out_dir=out_dir, role=role))
+            assert not result.failed, result.failure_message
+            assert (out_dir / "vars.txt").read_text() == "group-all host-localhost"
+            (out_dir / "vars.txt").unlink()
+    finally:
+        await backend.close()
 
 
 @pytest.mark.parametrize(

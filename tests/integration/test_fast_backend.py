@@ -15,8 +15,8 @@ from support.kube import wait_for
 
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
+from runner.ansible.hooks.modexec import IN_PROCESS_NOTE
 from runner.ansible.inputs import RunRequest
-from runner.ansible.modexec import IN_PROCESS_NOTE
 from runner.collections_path import bundled_collections_path
 from runner.structs.gvk import GVK
 

@@ -34,6 +34,16 @@ ROLE = """
     gauge:
       set: "{{ size | default(0) }}"
 
+- name: Empty specs, accepted as the original accepts them
+  operator_sdk.util.osdk_metric:
+    name: "observed_empty_{{ item }}"
+    description: "An empty {{ item }}"
+    counter: "{{ {} if item == 'counter' else omit }}"
+    gauge: "{{ {} if item == 'gauge' else omit }}"
+    histogram: "{{ {} if item == 'histogram' else omit }}"
+    summary: "{{ {} if item == 'summary' else omit }}"
+  loop: [counter, gauge, histogram, summary]
+
 - name: Fail when asked
   ansible.builtin.fail:
     msg: "asked to fail: {{ reason | default('no reason') }}"
@@ -182,6 +192,11 @@ def test_probes_metrics_and_events(
         'controller_runtime_reconcile_total{controller="observed-v1alpha1-controller",result="error"}',
         "observed_runs ",  # exactly the name the role gave, as in the original
         "observed_size ",
+        "observed_empty_counter 0.0",  # registered, left as it is
+        "observed_empty_gauge 0.0",
+        "observed_empty_histogram_sum 0.0",  # observed 0
+        'observed_empty_histogram_bucket{le="0.005"} ',
+        "observed_empty_summary_sum 0.0",
     ):
         assert expected in text, f"{expected!r} missing from /metrics"
     assert proc.running()

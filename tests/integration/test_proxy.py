@@ -329,7 +329,7 @@ DISCOVER = (
     FINDER
     + """\
 import json, sys
-from runner.ansible import kubemodules
+from runner.ansible.hooks import kubemodules
 kubemodules.install()
 kinds = [("v1", "ConfigMap"), ("apps/v1", "Deployment")]
 print(json.dumps(kubemodules.discover(sys.argv[1], kinds)))
@@ -341,7 +341,7 @@ RESOLVE_AS_OWNER = (
     + """\
 import importlib, sys
 from kubernetes import client
-from runner.ansible import kubemodules
+from runner.ansible.hooks import kubemodules
 kubemodules.install()
 k8s = importlib.import_module("ansible_collections.kubernetes.core.plugins.module_utils.k8s.client")
 configuration = client.Configuration()

@@ -1,4 +1,4 @@
-"""runner.ansible.direct: the program that replaces an AnsiballZ payload for direct modules.
+"""runner.ansible.hooks.direct: the program that replaces an AnsiballZ payload for direct modules.
 
 The program must run the module the same way whether a new interpreter runs it (what the
 `local` connection does when it cannot do better) or the fast backend runs it in process.
@@ -13,10 +13,13 @@ import textwrap
 
 import pytest
 
-from runner.ansible import direct
+from runner.ansible import hooks
+from runner.ansible.hooks import direct
 from runner.collections_path import bundled_collections_path
 
 REQUEUE = "ansible_collections.operator_sdk.util.plugins.modules.requeue_after"
+PROFILE = None if hooks.core_line(hooks.installed_core_version() or "") == "2.18" else "legacy"
+"""The module's serialization profile (ansible-core 2.18 has none)."""
 
 
 def requeue_program(time: str) -> bytes:
@@ -26,7 +29,7 @@ def requeue_program(time: str) -> bytes:
         params=json.dumps(
             {"ANSIBLE_MODULE_ARGS": {"time": time, "_ansible_module_name": "requeue_after"}}
         ),
-        profile="legacy",
+        profile=PROFILE,
         rlimit_nofile=0,
         collection_paths=[str(bundled_collections_path())],
     )
@@ -70,7 +73,7 @@ def run_new_interpreter(program: bytes) -> tuple[int, dict[str, object]]:
 IN_PROCESS = textwrap.dedent(
     """\
     import json, sys
-    from runner.ansible import inprocess
+    from runner.ansible.hooks import inprocess
     source = sys.stdin.buffer.read()
     rc, out, err = inprocess.run_direct(source, environment={}, cwd=None, sys_path=sys.path)
     print(json.dumps({"rc": rc, "out": out.decode(), "err": err.decode()}))

@@ -7,6 +7,7 @@ import shlex
 from typing import Any
 
 import pytest
+from ansible.executor import module_common
 
 from runner.ansible.fastwire import (
     MAX_MESSAGE,
@@ -224,3 +225,48 @@ def test_discovery_round_trips_through_the_zygote_command_line() -> None:
 def test_discovery_refuses_a_kind_without_its_api_version(kind: str) -> None:
     with pytest.raises(ValueError, match=kind):
         Discovery.from_argv("http://localhost:1", [kind])
+
+
+WRAPPER_2_18 = """\
+#!/usr/bin/python
+def _ansiballz_main():
+    import os
+    ZIPDATA = %(zipdata)r
+
+    def invoke_module(modlib_path, temp_path, json_params):
+        from ansible.module_utils import basic
+        basic._ANSIBLE_ARGS = json_params
+        runpy.run_module(mod_name=%(module_fqn)r, init_globals=dict(_module_fqn=%(module_fqn)r, _modlib_path=modlib_path),
+                         run_name='__main__', alter_sys=True)
+
+    def debug(command, zipped_mod, json_params):
+        if command == 'execute':
+            runpy.run_module(mod_name=%(module_fqn)r, init_globals=None, run_name='__main__', alter_sys=True)
+
+if __name__ == '__main__':
+    _ansiballz_main()
+"""  # noqa: E501
+"""The lines of ansible-core 2.18's AnsiballZ wrapper that say what it runs."""
+
+
+def test_parse_wrapper_reads_the_2_18_wrapper() -> None:
+    source = (WRAPPER_2_18 % {"zipdata": "UEsDBA==", "module_fqn": K8S}).encode()
+    assert parse_wrapper(source) == WrapperArgs(module_fqn=K8S, zip_data="UEsDBA==")
+    assert parse_wrapper(source.replace(b"'UEsDBA=='", b"data()")) is None
+    assert parse_wrapper(source[:-5]) is None
+
+
+@pytest.mark.skipif(not hasattr(module_common, "ACTIVE_ANSIBALLZ_TEMPLATE"), reason="2.18 only")
+def test_parse_wrapper_reads_ansible_core_2_18s_own_template() -> None:
+    source = module_common.ACTIVE_ANSIBALLZ_TEMPLATE % {
+        "zipdata": "UEsDBA==",
+        "ansible_module": "k8s",
+        "module_fqn": K8S,
+        "params": repr('{"ANSIBLE_MODULE_ARGS": {}}'),
+        "shebang": "#!/usr/bin/python",
+        "coding": "# -*- coding: utf-8 -*-",
+        "date_time": (2026, 1, 1, 0, 0, 0),
+        "coverage": "",
+        "rlimit": "",
+    }
+    assert parse_wrapper(source.encode()) == WrapperArgs(module_fqn=K8S, zip_data="UEsDBA==")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import kubemodules
+from runner.ansible.hooks import kubemodules
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ COMPILED_ONCE = textwrap.dedent(
     import importlib.util, os, sys
     from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
     _AnsibleCollectionFinder(paths=[sys.argv[1]], scan_sys_paths=False)._install()
-    from runner.ansible import kubemodules
+    from runner.ansible.hooks import kubemodules
     kubemodules._remember_compiled_code()
     fqn = "ansible_collections.ns.col.plugins.modules.probe"
     def code():

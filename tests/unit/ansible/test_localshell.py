@@ -1,4 +1,4 @@
-"""runner.ansible.localshell: the temporary-directory commands, answered without a shell.
+"""runner.ansible.hooks.localshell: the temporary-directory commands, answered without a shell.
 
 The commands are the ones ansible-core's own `sh` shell plugin writes; each recognized
 command is also run through `/bin/sh` and must give the same output and leave the same
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from runner.ansible import localshell
-from runner.ansible.localshell import ExpandHome, MakeTemp, Remove
+from runner.ansible.hooks import localshell
+from runner.ansible.hooks.localshell import ExpandHome, MakeTemp, Remove
 
 SH = "/bin/sh"
 
@@ -37,6 +37,21 @@ def as_run(shell: Any, command: str) -> str:
     return f"{SH} -c {shlex.quote(shell.append_command(command, 'sleep 0'))}"
 
 
+def mkdtemp(shell: Any, **kwargs: Any) -> str:
+    """The temp-dir command of the `sh` plugin (ansible-core 2.19: `_mkdtemp2(...).command`;
+    2.18: `mkdtemp(...)`, the same text)."""
+    if hasattr(shell, "_mkdtemp2"):
+        return str(shell._mkdtemp2(**kwargs).command)
+    return str(shell.mkdtemp(**kwargs))
+
+
+def expand_user(shell: Any, path: str, **kwargs: Any) -> str:
+    """The home-directory command (2.19: `_expand_user2(...).command`; 2.18: `expand_user`)."""
+    if hasattr(shell, "_expand_user2"):
+        return str(shell._expand_user2(path, **kwargs).command)
+    return str(shell.expand_user(path, **kwargs))
+
+
 def user() -> str:
     return pwd.getpwuid(os.getuid()).pw_name
 
@@ -44,9 +59,9 @@ def user() -> str:
 def test_recognizes_the_commands_of_the_sh_plugin(shell: Any) -> None:
     base, name = "/root/.ansible/tmp", "ansible-tmp-1795564332.68-1053-125937921669121"
     cases = {
-        as_run(shell, shell._expand_user2("~").command): ExpandHome(),
-        as_run(shell, shell._expand_user2("~", username="root").command): ExpandHome("root"),
-        as_run(shell, shell._mkdtemp2(basefile=name, system=False, tmpdir=base).command): MakeTemp(
+        as_run(shell, expand_user(shell, "~")): ExpandHome(),
+        as_run(shell, expand_user(shell, "~", username="root")): ExpandHome("root"),
+        as_run(shell, mkdtemp(shell, basefile=name, system=False, tmpdir=base)): MakeTemp(
             base=base, name=name
         ),
         as_run(shell, shell.remove(f"{base}/{name}/", recurse=True)): Remove(f"{base}/{name}/"),
@@ -83,7 +98,7 @@ def test_anything_else_goes_to_the_shell(command: object) -> None:
 
 
 def test_a_temp_dir_under_an_unusual_base_goes_to_the_shell(shell: Any) -> None:
-    command = shell._mkdtemp2(basefile="ansible-tmp-1", system=False, tmpdir="/tmp/my tmp").command
+    command = mkdtemp(shell, basefile="ansible-tmp-1", system=False, tmpdir="/tmp/my tmp")
     assert localshell.parse(as_run(shell, command), executable=SH) is None
 
 
@@ -95,7 +110,7 @@ def through_sh(command: str) -> tuple[int, bytes, bytes]:
 def test_home_as_the_shell_expands_it(shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", "/home/operator")
     for username in ("", user()):
-        command = as_run(shell, shell._expand_user2("~", username=username).command)
+        command = as_run(shell, expand_user(shell, "~", username=username))
         parsed = localshell.parse(command, executable=SH)
         assert parsed is not None
         assert localshell.run(parsed, os.environ) == through_sh(command)
@@ -118,9 +133,7 @@ def test_temp_dir_as_the_shell_makes_it(shell: Any, tmp_path: Path) -> None:
     outputs, made = [], []
     for how in ("shell", "here"):
         base = tmp_path / how / "missing" / "tmp"
-        command = as_run(
-            shell, shell._mkdtemp2(basefile="ansible-tmp-1.5-7-9", tmpdir=str(base)).command
-        )
+        command = as_run(shell, mkdtemp(shell, basefile="ansible-tmp-1.5-7-9", tmpdir=str(base)))
         parsed = localshell.parse(command, executable=SH)
         assert isinstance(parsed, MakeTemp)
         done = through_sh(command) if how == "shell" else localshell.run(parsed, os.environ)

@@ -1,4 +1,4 @@
-"""runner.ansible.modexec: the checks that keep a forked module run equal to a new one."""
+"""runner.ansible.hooks.modexec: the checks that keep a forked module run equal to a new one."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ansible import inprocess, modexec
+from runner.ansible.hooks import inprocess, modexec
 
 
 @pytest.fixture

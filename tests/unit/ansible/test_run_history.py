@@ -353,7 +353,7 @@ def test_history_not_found(
 def test_history_missing_runner_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "history", "--runner-dir", str(tmp_path / "no"), "x/y")
     assert code == 1
-    assert f"{tmp_path / 'no'} does not exist; is --runner-dir right" in err
+    assert f"--runner-dir {tmp_path / 'no'} does not exist;" in err
 
 
 def test_history_ambiguous_namespace_and_kind(

@@ -5,7 +5,6 @@ and collections, the registry's configuration, the collections `version` reports
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 from types import ModuleType
 
@@ -13,7 +12,6 @@ import pytest
 
 from runner.cluster import images, registry
 from runner.cluster.components import registry as registry_component
-from runner.version import installed_collections
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -190,22 +188,3 @@ def test_registry_is_pinned_in_its_wrapper_module() -> None:
     assert component.package == "github.com/distribution/distribution/v3/cmd/registry"
     assert component.version.startswith("v3.")
     assert f"version.version={component.version}" in component.ldflags[0]
-
-
-def test_version_lists_collections_first_on_the_path(tmp_path: Path) -> None:
-    def collection(root: Path, name: str, version: str, manifest: bool) -> None:
-        directory = root / "ansible_collections" / name.replace(".", "/")
-        directory.mkdir(parents=True)
-        if manifest:
-            info = {"collection_info": {"version": version}}
-            (directory / "MANIFEST.json").write_text(json.dumps(info))
-        else:
-            (directory / "galaxy.yml").write_text(f"version: {version}\n")
-
-    first, second = tmp_path / "a", tmp_path / "b"
-    collection(first, "kubernetes.core", "6.2.0", manifest=True)
-    collection(second, "kubernetes.core", "5.0.0", manifest=True)
-    collection(second, "operator_sdk.util", "0.5.0", manifest=False)
-    (second / "ansible_collections" / "broken" / "one").mkdir(parents=True)
-    found = installed_collections([first, second, tmp_path / "missing"])
-    assert found == {"kubernetes.core": "6.2.0", "operator_sdk.util": "0.5.0"}

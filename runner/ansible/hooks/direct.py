@@ -36,6 +36,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runner.ansible.hooks import builder
+
 __all__ = [
     "DIRECT_PREFIXES",
     "INTERPRETER_VARIABLES",
@@ -78,11 +80,15 @@ def program(
     shebang: str,
     module_fqn: str,
     params: str,
-    profile: str,
+    profile: str | None,
     rlimit_nofile: int,
     collection_paths: Sequence[str],
 ) -> bytes:
-    """The direct program for one module task (pure; `params` is the encoded JSON)."""
+    """The direct program for one module task (pure; `params` is the encoded JSON).
+
+    `profile` is the module's serialization profile (ansible-core 2.19); None for 2.18,
+    whose modules have none: the program then runs the module as 2.18's wrapper does.
+    """
     return f"""{shebang}
 {MARKER}{module_fqn}
 # The module and its module_utils are imported from the controller's own installation,
@@ -115,7 +121,16 @@ def _main():
 
     if not any(isinstance(finder, _AnsibleCollectionFinder) for finder in sys.meta_path):
         _AnsibleCollectionFinder(paths={list(collection_paths)!r}, scan_sys_paths=False)._install()
-    from ansible.module_utils._internal._ansiballz import _loader
+{_run_2_19(params, profile, module_fqn) if profile is not None else _run_2_18(params, module_fqn)}
+
+if __name__ == "__main__":
+    _main()
+""".encode()
+
+
+def _run_2_19(params: str, profile: str, module_fqn: str) -> str:
+    """How ansible-core 2.19's AnsiballZ wrapper runs a module (its module loader)."""
+    return f"""    from ansible.module_utils._internal._ansiballz import _loader
 
     _loader.run_module(
         json_params={params!r}.encode(),
@@ -124,11 +139,25 @@ def _main():
         modlib_path="",
         extensions={{}},
     )
+"""
 
 
-if __name__ == "__main__":
-    _main()
-""".encode()
+def _run_2_18(params: str, module_fqn: str) -> str:
+    """How ansible-core 2.18's AnsiballZ wrapper runs a module (`invoke_module`)."""
+    return f"""    import runpy
+
+    from ansible.module_utils import basic
+
+    basic._ANSIBLE_ARGS = {params!r}.encode()
+    runpy.run_module(
+        mod_name={module_fqn!r},
+        init_globals=dict(_module_fqn={module_fqn!r}, _modlib_path=""),
+        run_name="__main__",
+        alter_sys=True,
+    )
+    print('{{"msg": "New-style module did not handle its own exit", "failed": true}}')
+    sys.exit(1)
+"""
 
 
 def install() -> None:
@@ -139,9 +168,9 @@ def install() -> None:
         return
     real_find = module_common._find_module_utils
 
-    def find_module_utils(**kwargs: Any) -> Any:
-        built = _direct(module_common, kwargs)
-        return built if built is not None else real_find(**kwargs)
+    def find_module_utils(*args: Any, **kwargs: Any) -> Any:
+        built = _direct(module_common, builder.arguments(real_find, args, kwargs))
+        return built if built is not None else real_find(*args, **kwargs)
 
     module_common._find_module_utils = find_module_utils
     module_common._runner_direct = True
@@ -151,6 +180,8 @@ def warm(module_paths: Sequence[str]) -> None:
     """Work out the serialization profiles of these modules now (the zygote's warm-up)."""
     from ansible.executor import module_common
 
+    if not builder.modern(module_common):
+        return  # 2.18: modules have no serialization profile
     for path in module_paths:
         try:
             with open(path, "rb") as handle:
@@ -166,7 +197,7 @@ def _direct(module_common: Any, kwargs: Mapping[str, Any]) -> Any:
     data, path = kwargs.get("b_module_data"), kwargs.get("module_path")
     if not isinstance(data, bytes) or not isinstance(path, str):
         return None
-    if kwargs.get("async_timeout") or kwargs.get("become_plugin") is not None:
+    if kwargs.get("async_timeout") or builder.becomes(kwargs):
         return None
     environment = kwargs.get("environment") or {}
     if any(str(name).startswith(INTERPRETER_VARIABLES) for name in environment):
@@ -183,9 +214,7 @@ def _direct(module_common: Any, kwargs: Mapping[str, Any]) -> Any:
         return None
     task_vars = kwargs.get("task_vars") or {}
     templar = kwargs.get("templar")
-    from ansible._internal._ansiballz import _builder
-
-    if _builder.ExtensionManager.create(task_vars=task_vars).extension_names:
+    if builder.extensions(module_common, task_vars).names:
         return None
     interpreter, arguments = module_common._extract_interpreter(data)
     shebang, chosen = module_common._get_shebang(
@@ -197,16 +226,20 @@ def _direct(module_common: Any, kwargs: Mapping[str, Any]) -> Any:
     )
     if not this_interpreter(str(chosen)):
         return None
-    profile = _profile(module_common, str(kwargs.get("module_name")), data)
+    modern = builder.modern(module_common)
+    profile = _profile(module_common, str(kwargs.get("module_name")), data) if modern else None
+    built = program(
+        shebang=shebang,
+        module_fqn=fqn,
+        params=_encoded_params(profile, kwargs.get("module_args") or {}, kwargs),
+        profile=profile,
+        rlimit_nofile=_rlimit_nofile(task_vars, templar, modern=modern),
+        collection_paths=_collection_paths(),
+    )
+    if not modern:
+        return built, "new", shebang
     return module_common._BuiltModule(
-        b_module_data=program(
-            shebang=shebang,
-            module_fqn=fqn,
-            params=_encoded_params(profile, kwargs.get("module_args") or {}, kwargs),
-            profile=profile,
-            rlimit_nofile=_rlimit_nofile(task_vars, templar),
-            collection_paths=_collection_paths(),
-        ),
+        b_module_data=built,
         module_style="new",
         shebang=shebang,
         serialization_profile=profile,
@@ -252,11 +285,26 @@ def _profile(module_common: Any, name: str, data: bytes) -> str:
     return profile
 
 
-def _encoded_params(profile: str, module_args: Mapping[Any, Any], kwargs: Mapping[str, Any]) -> str:
+def _encoded_params(
+    profile: str | None, module_args: Mapping[Any, Any], kwargs: Mapping[str, Any]
+) -> str:
     """The module's arguments as the AnsiballZ wrapper would carry them (same errors)."""
     import json
 
     from ansible.errors import AnsibleError
+
+    if profile is None:  # 2.18
+        from ansible.module_utils.common.json import AnsibleJSONEncoder
+
+        try:
+            return json.dumps(
+                {"ANSIBLE_MODULE_ARGS": module_args}, cls=AnsibleJSONEncoder, vault_to_text=True
+            )
+        except TypeError as ex:
+            raise AnsibleError(
+                f"Unable to pass options to module, they must be JSON serializable: {ex}"
+            ) from ex
+
     from ansible.module_utils.common.json import Direction, get_module_encoder
 
     encoder = get_module_encoder(profile, Direction.CONTROLLER_TO_MODULE)
@@ -267,14 +315,17 @@ def _encoded_params(profile: str, module_args: Mapping[Any, Any], kwargs: Mappin
         raise AnsibleError(f"Failed to serialize arguments for the {name!r} module.") from ex
 
 
-def _rlimit_nofile(task_vars: Mapping[str, Any], templar: Any) -> int:
+def _rlimit_nofile(task_vars: Mapping[str, Any], templar: Any, *, modern: bool) -> int:
     from ansible import constants
-    from ansible._internal._templating._engine import TemplateOptions
 
     value = constants.config.get_config_value("PYTHON_MODULE_RLIMIT_NOFILE", variables=task_vars)
-    if not isinstance(value, int):
-        value = int(templar._engine.template(value, options=TemplateOptions(value_for_omit=0)))
-    return int(value)
+    if isinstance(value, int):
+        return value
+    if not modern:
+        return int(templar.template(value))
+    from ansible._internal._templating._engine import TemplateOptions
+
+    return int(templar._engine.template(value, options=TemplateOptions(value_for_omit=0)))
 
 
 def _collection_paths() -> list[str]:

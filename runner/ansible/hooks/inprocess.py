@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import copy
 import io
 import os
 import resource
@@ -39,7 +40,7 @@ import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from runner.ansible import inline
+from runner.ansible.hooks import inline
 
 __all__ = [
     "restore_mode",
@@ -190,26 +191,35 @@ def _target_mode() -> Iterator[None]:
         restore_mode(saved)
 
 
+_SWITCHES = ("is_controller", "get_controller_serialize_map", "import_controller_module")
+"""What importing the controller switches in `ansible.module_utils._internal` (2.19; 2.18
+has no such switches: its module_utils behave the same on both sides)."""
+_TARGET_VALUES: dict[str, Any] = {
+    "is_controller": False,
+    "get_controller_serialize_map": dict,
+    "import_controller_module": lambda _name: None,
+}
+
+
 def target_mode() -> tuple[Any, ...]:
     """Switch `module_utils` to how a target has it: what importing the controller
     switched, undone, and no recorded warnings. Returns what `restore_mode` puts back."""
     from ansible.module_utils import _internal, basic
     from ansible.module_utils.common import warnings
 
-    switches = (
-        _internal.is_controller,
-        _internal.get_controller_serialize_map,
-        _internal.import_controller_module,
-    )
-    arguments = (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE)
-    registries = {
-        name: dict(getattr(warnings, name))
-        for name in ("_global_warnings", "_global_deprecations")
-        if isinstance(getattr(warnings, name, None), dict)
+    switches = {name: getattr(_internal, name) for name in _SWITCHES if hasattr(_internal, name)}
+    arguments = {
+        name: getattr(basic, name)
+        for name in ("_ANSIBLE_ARGS", "_ANSIBLE_PROFILE")
+        if hasattr(basic, name)
     }
-    _internal.is_controller = False
-    _internal.get_controller_serialize_map = dict
-    _internal.import_controller_module = lambda _name: None
+    registries = {
+        name: copy.copy(getattr(warnings, name))
+        for name in ("_global_warnings", "_global_deprecations")
+        if isinstance(getattr(warnings, name, None), dict | list)
+    }
+    for name in switches:
+        setattr(_internal, name, _TARGET_VALUES[name])
     for name in registries:
         getattr(warnings, name).clear()
     return switches, arguments, registries
@@ -221,16 +231,17 @@ def restore_mode(saved: tuple[Any, ...]) -> None:
     from ansible.module_utils.common import warnings
 
     switches, arguments, registries = saved
-    (
-        _internal.is_controller,
-        _internal.get_controller_serialize_map,
-        _internal.import_controller_module,
-    ) = switches
-    basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = arguments
+    for name, value in switches.items():
+        setattr(_internal, name, value)
+    for name, value in arguments.items():
+        setattr(basic, name, value)
     for name, entries in registries.items():
         registry = getattr(warnings, name)
         registry.clear()
-        registry.update(entries)
+        if isinstance(registry, dict):
+            registry.update(entries)
+        else:
+            registry.extend(entries)
 
 
 def _flush(rc: int) -> int:

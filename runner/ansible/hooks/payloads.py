@@ -19,8 +19,9 @@ routing metadata) or built for a debugger are not shared.
 
 How it plugs in: `install()` wraps `module_common._find_module_utils` — a valid stored
 payload is placed into this run's ansible cache before ansible-core looks there — and
-`module_common.recursive_finder` — to note which files a new payload was built from, so
-it can be stored after ansible-core wrote it.
+what finds the files of a new payload, to note them, so that it can be stored after
+ansible-core wrote it: `module_common.recursive_finder` (2.19: each source carries its
+file as a tag) or the module_utils locators (2.18).
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ import fcntl
 import hashlib
 import os
 import pickle
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from runner.ansible.hooks import builder
 
 __all__ = ["STORE_ENV", "install"]
 
@@ -77,28 +81,43 @@ def install(store: str) -> None:
 
     if getattr(module_common, "_runner_payload_store", None):
         return
-    os.makedirs(store, mode=0o700, exist_ok=True)
     real_find = module_common._find_module_utils
-    real_recursive = module_common.recursive_finder
+    record = _recording_2_19 if builder.modern(module_common) else _recording_2_18
+    patches = record(module_common)  # looks everything up before anything is patched
+    os.makedirs(store, mode=0o700, exist_ok=True)
 
-    def find_module_utils(**kwargs: Any) -> Any:
-        located = _locate(module_common, kwargs)
+    def find_module_utils(*args: Any, **kwargs: Any) -> Any:
+        called = builder.arguments(real_find, args, kwargs)
+        located = _locate(module_common, called)
         if located is None:
-            return real_find(**kwargs)
+            return real_find(*args, **kwargs)
         key, cache_file = located
         entry_path = os.path.join(store, f"{key}.pickle")
         if _use_stored(entry_path, cache_file):
-            return real_find(**kwargs)
+            return real_find(*args, **kwargs)
         # Runs started together wait for one of them to build it, not each build it.
         with _locked(f"{entry_path}.lock"):
             if _use_stored(entry_path, cache_file):
-                return real_find(**kwargs)
+                return real_find(*args, **kwargs)
             with _recorder() as files:
-                built = real_find(**kwargs)
+                built = real_find(*args, **kwargs)
             if files.usable and files.paths and os.path.isfile(cache_file):
-                module_path = str(kwargs.get("module_path") or "")
+                module_path = str(called.get("module_path") or "")
                 _store(entry_path, files.paths | {module_path}, cache_file)
         return built
+
+    for owner, name, patched in patches:
+        setattr(owner, name, patched)
+    module_common._find_module_utils = find_module_utils
+    module_common._runner_payload_store = store
+
+
+def _recording_2_19(module_common: Any) -> list[tuple[Any, str, Any]]:
+    """2.19: the sources `recursive_finder` writes into the zip carry their file (an
+    `Origin` tag); content without one was generated."""
+    from ansible._internal._datatag._tags import Origin
+
+    real_recursive = module_common.recursive_finder
 
     def recursive_finder(
         name: str, module_fqn: str, module_data: Any, zf: Any, *args: Any, **kwargs: Any
@@ -107,12 +126,59 @@ def install(store: str) -> None:
         if files is None:
             return real_recursive(name, module_fqn, module_data, zf, *args, **kwargs)
         return real_recursive(
-            name, module_fqn, module_data, _RecordingZip(zf, files), *args, **kwargs
+            name, module_fqn, module_data, _RecordingZip(zf, files, Origin), *args, **kwargs
         )
 
-    module_common._find_module_utils = find_module_utils
-    module_common.recursive_finder = recursive_finder
-    module_common._runner_payload_store = store
+    return [(module_common, "recursive_finder", recursive_finder)]
+
+
+def _recording_2_18(module_common: Any) -> list[tuple[Any, str, Any]]:
+    """2.18: the module_utils locators find each file (a legacy one by its import spec, a
+    collection's through `pkgutil.get_data`); a redirect makes a generated shim."""
+    legacy = module_common.LegacyModuleUtilLocator
+    collection = module_common.CollectionModuleUtilLocator
+    base = module_common.ModuleUtilLocatorBase
+    real_legacy, real_collection = legacy._find_module, collection._find_module
+    real_redirect = base._handle_redirect
+
+    def legacy_find(self: Any, name_parts: Any) -> bool:
+        found = bool(real_legacy(self, name_parts))
+        files = getattr(_recording, "files", None)
+        if found and files is not None:
+            origin = getattr(getattr(self, "_info", None), "origin", None)
+            if origin:
+                files.paths.add(str(origin))
+            else:
+                files.usable = False
+        return found
+
+    def collection_find(self: Any, name_parts: Any) -> bool:
+        found = bool(real_collection(self, name_parts))
+        files = getattr(_recording, "files", None)
+        if found and files is not None and len(name_parts) >= 6:
+            # Both places `_find_module` reads, as `pkgutil.get_data` resolves them: the
+            # one that is not there must stay absent.
+            package = sys.modules.get(".".join(name_parts[0:3]))
+            where = getattr(package, "__file__", None)
+            if not where:
+                files.usable = False
+                return found
+            resource = os.path.join(os.path.dirname(where), *name_parts[3:])
+            files.paths.update({os.path.join(resource, "__init__.py"), f"{resource}.py"})
+        return found
+
+    def handle_redirect(self: Any, name_parts: Any) -> bool:
+        redirected = bool(real_redirect(self, name_parts))
+        files = getattr(_recording, "files", None)
+        if redirected and files is not None:
+            files.usable = False  # a shim made from routing metadata, not a file
+        return redirected
+
+    return [
+        (legacy, "_find_module", legacy_find),
+        (collection, "_find_module", collection_find),
+        (base, "_handle_redirect", handle_redirect),
+    ]
 
 
 # -- the key ----------------------------------------------------------------------------
@@ -127,20 +193,19 @@ def _locate(module_common: Any, kwargs: dict[str, Any]) -> tuple[str, str] | Non
     try:
         fqn = module_common._get_ansible_module_fqn(module_path)
     except ValueError:
-        fqn = f"ansible.legacy.{kwargs.get('module_name')}"
+        # What ansible-core names a module outside a collection or ansible.modules.
+        prefix = "ansible.legacy" if builder.modern(module_common) else "ansible.modules"
+        fqn = f"{prefix}.{kwargs.get('module_name')}"
     try:
-        from ansible import constants
-        from ansible._internal._ansiballz import _builder
         from ansible.plugins.loader import module_utils_loader
         from ansible.release import __version__
         from ansible.utils.collection_loader import AnsibleCollectionConfig
 
-        extensions = _builder.ExtensionManager.create(task_vars=kwargs.get("task_vars") or {})
+        extensions = builder.extensions(module_common, kwargs.get("task_vars") or {})
     except Exception:
         return None
-    if extensions.debugger_enabled:
+    if extensions.debugger:
         return None
-    extension_key = "~".join(extensions.extension_names) if extensions.extension_names else "none"
     compression = str(kwargs.get("module_compression"))
     digest = hashlib.sha256()
     for part in (
@@ -149,15 +214,15 @@ def _locate(module_common: Any, kwargs: dict[str, Any]) -> tuple[str, str] | Non
         fqn,
         module_path,
         compression,
-        extension_key,
+        extensions.key,
         repr(module_utils_loader._get_paths(subdirs=False)),
         # A run's playbook directory is a collection path even without `collections/`.
         repr([path for path in AnsibleCollectionConfig.collection_paths if os.path.isdir(path)]),
     ):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(data)
-    cache_file = os.path.join(
-        constants.DEFAULT_LOCAL_TMP, "ansiballz_cache", f"{fqn}-{compression}-{extension_key}"
+    cache_file = builder.cache_file(
+        module_common, fqn=fqn, compression=compression, found=extensions
     )
     return digest.hexdigest(), cache_file
 
@@ -184,17 +249,16 @@ def _recorder() -> Iterator[_Files]:
 class _RecordingZip:
     """The payload zip as `recursive_finder` sees it, noting each file's origin."""
 
-    def __init__(self, zf: Any, files: _Files) -> None:
+    def __init__(self, zf: Any, files: _Files, origin: Any) -> None:
         self._zf = zf
         self._files = files
+        self._origin = origin
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._zf, name)
 
     def writestr(self, zinfo: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
-        from ansible._internal._datatag._tags import Origin
-
-        origin = Origin.get_tag(data)
+        origin = self._origin.get_tag(data)
         path = getattr(origin, "path", None)
         if path:
             self._files.paths.add(str(path))

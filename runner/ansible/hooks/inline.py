@@ -34,6 +34,8 @@ __all__ = ["callback_lock", "in_task", "install"]
 _state = threading.local()
 _callback_locks: list[Any] = []
 """The callback lock of the run's task queue manager (one per ansible-playbook run)."""
+_task_context = [True]
+"""Whether this ansible-core runs tasks in a `TaskContext` (2.19; set by `install`)."""
 
 
 def install() -> None:
@@ -43,6 +45,9 @@ def install() -> None:
 
     if getattr(WorkerProcess, "_runner_inline", False):
         return
+    _task_context[0] = _has_task_context()
+    if not _task_context[0] and not hasattr(WorkerProcess, "_save_stdin"):
+        raise AttributeError("WorkerProcess has neither TaskContext (2.19) nor _save_stdin (2.18)")
     real_init = TaskQueueManager.__init__
 
     def tqm_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -76,31 +81,80 @@ def callback_lock() -> Iterator[None]:
 
 def _run_here(worker: Any) -> None:
     """What `WorkerProcess.run` does in the fork, done in this process."""
-    from ansible._internal import _task
     from ansible.executor.task_executor import TaskExecutor
-    from ansible.executor.task_result import _RawTaskResult
 
     task = worker._task.copy()
     _state.depth = getattr(_state, "depth", 0) + 1
     try:
-        with _task.TaskContext(task):
-            result = TaskExecutor(
-                worker._host,
-                task,
-                worker._task_vars,
-                worker._play_context,
-                worker._loader,
-                worker._shared_loader_obj,
-                worker._final_q,
-                worker._variable_manager,
-            ).run()
+        if _task_context[0]:
+            result = _run_2_19(worker, task, TaskExecutor)
+        else:
+            result = _run_2_18(worker, task, TaskExecutor)
     finally:
         _state.depth -= 1
-    worker._final_q.send_task_result(
-        _RawTaskResult(
-            host=worker._host,
-            task=task,
-            return_data=result,
-            task_fields=task.dump_attrs(),
+    _send(worker, task, result)
+
+
+def _run_2_19(worker: Any, task: Any, executor: Any) -> Any:
+    from ansible._internal import _task
+
+    with _task.TaskContext(task):
+        return executor(
+            worker._host,
+            task,
+            worker._task_vars,
+            worker._play_context,
+            worker._loader,
+            worker._shared_loader_obj,
+            worker._final_q,
+            worker._variable_manager,
+        ).run()
+
+
+def _run_2_18(worker: Any, task: Any, executor: Any) -> Any:
+    """ansible-core 2.18's executor also takes the worker's stdin: the terminal's, else
+    /dev/null (`WorkerProcess._save_stdin`)."""
+    worker._save_stdin()
+    try:
+        return executor(
+            worker._host,
+            task,
+            worker._task_vars,
+            worker._play_context,
+            worker._new_stdin,
+            worker._loader,
+            worker._shared_loader_obj,
+            worker._final_q,
+            worker._variable_manager,
+        ).run()
+    finally:
+        worker._new_stdin.close()
+
+
+def _send(worker: Any, task: Any, result: Any) -> None:
+    if _task_context[0]:
+        from ansible.executor.task_result import _RawTaskResult
+
+        worker._final_q.send_task_result(
+            _RawTaskResult(
+                host=worker._host,
+                task=task,
+                return_data=result,
+                task_fields=task.dump_attrs(),
+            )
         )
-    )
+    else:
+        worker._final_q.send_task_result(
+            worker._host.name, task._uuid, result, task_fields=task.dump_attrs()
+        )
+
+
+def _has_task_context() -> bool:
+    """ansible-core 2.19 runs a task in a `TaskContext` and sends a `_RawTaskResult`;
+    2.18 has neither and sends (host name, task uuid, result)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("ansible._internal._task") is not None
+    except ImportError:
+        return False

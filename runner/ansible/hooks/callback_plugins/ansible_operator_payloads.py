@@ -5,10 +5,11 @@ AnsiballZ payload, and forgets it when it exits: with one ansible-playbook per r
 (the `runner` backend), every run builds every payload again, about a sixth of the CPU of
 a Kubernetes role's run. Loaded into each run (`ANSIBLE_CALLBACK_PLUGINS`, set by the
 backend), this plugin points ansible-core at the backend's payload store
-(`ANSIBLE_OPERATOR_PAYLOAD_STORE`; `runner.ansible.payloads`), where a payload is kept
+(`ANSIBLE_OPERATOR_PAYLOAD_STORE`; `runner.ansible.hooks.payloads`), where a payload is kept
 with the size, modification time and inode of every file it was built from and reused
 only while none of them changed. It receives no events. Where the operator's package is
-not importable (an ansible-playbook from another Python), it does nothing.
+not importable (an ansible-playbook from another Python), or the ansible-core it runs in is
+not one the payload hook was tested with (`runner.ansible.hooks`), it does nothing.
 """
 
 from __future__ import annotations
@@ -37,9 +38,14 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         try:
-            from runner.ansible import payloads
+            from runner.ansible import hooks
+            from runner.ansible.hooks import payloads
         except ImportError:
             return
         store = os.environ.get(payloads.STORE_ENV)
-        if store:
+        if not store or not hooks.enabled("payloads"):
+            return  # not tested with this ansible-core: the operator warned at start-up
+        try:
             payloads.install(store)
+        except Exception as exc:  # the run goes on as it would without this plugin
+            self._display.warning(f"ansible-operator: module payloads are not shared: {exc}")

@@ -47,16 +47,16 @@ import time
 import traceback
 import types
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from runner.ansible import direct, inline, inprocess, localshell
 from runner.ansible.fastwire import (
     ModuleCommand,
     in_process_allowed,
     parse_module_command,
     parse_wrapper,
 )
+from runner.ansible.hooks import direct, inline, inprocess, localshell
 
 __all__ = [
     "FORK_NOTE",
@@ -97,10 +97,10 @@ def install(*, sys_path: Sequence[str]) -> None:
     connection: Any = local.Connection
     if getattr(connection, "_runner_in_process", False):
         return
+    real_exec = connection.exec_command
+    turn_on_pipelining = _pipelining_switch(connection)
     _module_path[:] = list(sys_path)
     _warm_sources[:] = _collection_sources()
-    real_exec = connection.exec_command
-    real_pipelining = connection.is_pipelining_enabled
 
     def exec_command(
         self: Any, cmd: str, in_data: bytes | None = None, sudoable: bool = True
@@ -128,16 +128,44 @@ def install(*, sys_path: Sequence[str]) -> None:
                 return done
         return real_exec(self, cmd, in_data=in_data, sudoable=sudoable)  # type: ignore[no-any-return]
 
-    def is_pipelining_enabled(self: Any, wrap_async: bool = False) -> bool:
-        if real_pipelining(self, wrap_async):
-            return True
-        from ansible import constants
-
-        return not self.become and not wrap_async and not constants.DEFAULT_KEEP_REMOTE_FILES
-
     connection.exec_command = exec_command
-    connection.is_pipelining_enabled = is_pipelining_enabled
+    turn_on_pipelining()
     connection._runner_in_process = True
+
+
+def _pipelining_switch(connection: Any) -> Callable[[], None]:
+    """What turns pipelining on for the `local` connection (see the docstring), found
+    before anything is patched: ansible-core 2.19 asks the connection
+    (`Connection.is_pipelining_enabled`), 2.18 the action (`ActionBase._is_pipelining_enabled`,
+    which also requires a new-style module)."""
+    from ansible import constants
+
+    def allowed(become: Any, wrap_async: bool) -> bool:
+        return not become and not wrap_async and not constants.DEFAULT_KEEP_REMOTE_FILES
+
+    real_connection = getattr(connection, "is_pipelining_enabled", None)
+    if real_connection is not None:
+
+        def is_pipelining_enabled(self: Any, wrap_async: bool = False) -> bool:
+            return bool(real_connection(self, wrap_async)) or allowed(self.become, wrap_async)
+
+        return lambda: setattr(connection, "is_pipelining_enabled", is_pipelining_enabled)
+
+    from ansible.plugins.action import ActionBase
+
+    real_action = ActionBase._is_pipelining_enabled
+
+    def action_pipelining(self: Any, module_style: str, wrap_async: bool = False) -> bool:
+        if real_action(self, module_style, wrap_async):
+            return True
+        local = self._connection
+        return (
+            isinstance(local, connection)
+            and module_style == "new"
+            and allowed(local.become, wrap_async)
+        )
+
+    return lambda: setattr(ActionBase, "_is_pipelining_enabled", action_pipelining)
 
 
 def module_sys_path() -> list[str]:

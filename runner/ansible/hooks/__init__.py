@@ -1,0 +1,225 @@
+"""Every place where ansible-operator hooks into ansible-core internals, and what was tested.
+
+Both backends go faster than plain ansible-runner by changing what some private parts of
+ansible-core do: the fast backend forks its runs from a warm zygote and patches the task
+queue, the `local` connection and the module builder inside those runs; the runner
+backend loads a callback plugin that patches the module builder to share payloads. None
+of that is a public API: each ansible-core line moves it. So each hook is listed here,
+with the spots it patches or reads and the ansible-core lines (major.minor) it was
+checked against, and this list is what the start-up check reads (`plan`): a hook not
+tested with the running ansible-core is left out — the run goes the plain ansible-runner
+way for it — with one warning that says why. Each hook also checks itself before it
+installs (`enabled`), so a run in another interpreter never gets an untested hook either.
+
+Moving to a new ansible-core line is this checklist: for each hook below, read its spots
+in the new line's source, adapt the module (`runner/ansible/hooks/<name>.py`, or
+`zygote.py` for the zygote), run the backend-equivalence and sample-operator tests on that
+line, then add the line to `tested`.
+
+This module imports nothing of ansible (the operator reads it before any run).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from importlib import metadata
+
+__all__ = [
+    "HOOKS",
+    "Hook",
+    "Plan",
+    "core_line",
+    "enabled",
+    "installed_core_version",
+    "plan",
+    "running_core_version",
+    "tested_lines",
+]
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One way we change or rely on ansible-core internals."""
+
+    name: str
+    """The module that installs it: `runner/ansible/hooks/<name>.py` (or `zygote.py`)."""
+    does: str
+    """What it is for, in a few words (for the warning)."""
+    spots: tuple[str, ...]
+    """The ansible-core (or collection) names it patches or depends on."""
+    tested: tuple[str, ...]
+    """ansible-core lines (major.minor) it was checked against."""
+    backends: tuple[str, ...]
+    """The backends that use it (`fast`, `runner`)."""
+
+
+HOOKS: tuple[Hook, ...] = (
+    Hook(
+        name="zygote",
+        does="runs forked from a warm ansible-playbook",
+        spots=(
+            "ansible.cli.playbook.PlaybookCLI.cli_executor (called in a forked process)",
+            "ansible.plugins.loader.*_loader (warmed before the fork)",
+            "ansible.constants.config / set_constant (per-run settings recomputed)",
+            "ansible.utils.display.Display (_set_column_width, _deprecations, _warns,"
+            " _errors) and _synchronize_textiowrapper",
+            "ansible.utils.color (reloaded: stdout is a terminal)",
+            "ansible_runner awx_display.EventContext (renewed per run)",
+        ),
+        tested=("2.18", "2.19"),
+        backends=("fast",),
+    ),
+    Hook(
+        name="inline",
+        does="tasks executed in the run's process",
+        spots=(
+            "ansible.executor.task_queue_manager.TaskQueueManager.__init__ (_callback_lock)",
+            "ansible.executor.process.worker.WorkerProcess.start",
+            "ansible.executor.task_executor.TaskExecutor(...).run()",
+            "ansible.executor.task_result: TaskResult (2.18), _RawTaskResult (2.19)",
+            "final queue: send_task_result",
+        ),
+        tested=("2.18", "2.19"),
+        backends=("fast",),
+    ),
+    Hook(
+        name="modexec",
+        does="modules run in a fork or in process, temp-dir commands without a shell",
+        spots=(
+            "ansible.plugins.connection.local.Connection.exec_command",
+            "pipelining: Connection.is_pipelining_enabled (2.19),"
+            " ActionBase._is_pipelining_enabled (2.18)",
+            "the AnsiballZ wrapper's _ansiballz_main(...) call and the `sh` shell plugin's"
+            " mkdtemp / rm / expand_user commands",
+            "ansible.module_utils: _internal.is_controller (2.19), basic._ANSIBLE_ARGS,"
+            " common.warnings registries",
+        ),
+        tested=("2.18", "2.19"),
+        backends=("fast",),
+    ),
+    Hook(
+        name="direct",
+        does="Kubernetes modules run without an AnsiballZ payload",
+        spots=(
+            "ansible.executor.module_common._find_module_utils",
+            "module_common._get_shebang, _extract_interpreter, _get_ansible_module_fqn",
+            "2.19: _BuiltModule, _get_module_metadata, _ansiballz._builder.ExtensionManager,"
+            " module_utils._internal._ansiballz._loader.run_module",
+            "2.18: the AnsiballZ wrapper's _ansiballz_main(...) run_module call",
+        ),
+        tested=("2.18", "2.19"),
+        backends=("fast",),
+    ),
+    Hook(
+        name="payloads",
+        does="module payloads shared between runs",
+        spots=(
+            "ansible.executor.module_common._find_module_utils",
+            "ansible.executor.module_common.recursive_finder (the zip it writes to)",
+            "<DEFAULT_LOCAL_TMP>/ansiballz_cache/<fqn>-<compression>[-<extensions>]",
+            "2.19: _datatag Origin tags on module_utils sources",
+        ),
+        tested=("2.18", "2.19"),
+        backends=("fast", "runner"),
+    ),
+    Hook(
+        name="kubemodules",
+        does="module code compiled once, discovery shared between CRs",
+        spots=(
+            "ansible.utils.collection_loader._collection_finder"
+            "._AnsibleCollectionPkgLoaderBase.get_code",
+            "kubernetes.config.kube_config.yaml",
+            "kubernetes.core module_utils.client.discovery.Discoverer.__get_default_cache_id",
+        ),
+        tested=("2.18", "2.19"),
+        backends=("fast",),
+    ),
+)
+
+_BY_NAME = {hook.name: hook for hook in HOOKS}
+_LINE = re.compile(r"(\d+)\.(\d+)")
+
+
+def core_line(version: str) -> str | None:
+    """`major.minor` of an ansible-core version (`2.18.19` -> `2.18`), None if unreadable."""
+    found = _LINE.match(version.strip())
+    return f"{found[1]}.{found[2]}" if found else None
+
+
+def installed_core_version() -> str | None:
+    """The ansible-core installed with this interpreter (its package metadata), or None."""
+    try:
+        return metadata.version("ansible-core")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def running_core_version() -> str | None:
+    """The version of the ansible-core this process imports (for the hooks themselves,
+    which run inside ansible-playbook)."""
+    try:
+        from ansible.release import __version__
+    except ImportError:
+        return None
+    return str(__version__)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which hooks take part with one ansible-core version (see `plan`)."""
+
+    core_version: str | None
+    enabled: tuple[Hook, ...]
+    left_out: tuple[Hook, ...]
+
+    def uses(self, name: str) -> bool:
+        return any(hook.name == name for hook in self.enabled)
+
+    def warning(self, backend: str) -> str | None:
+        """One message saying which hooks `backend` runs without and why; None if none."""
+        missing = [hook for hook in self.left_out if backend in hook.backends]
+        if not missing:
+            return None
+        found = self.core_version or "no ansible-core"
+        lines = sorted({line for hook in missing for line in hook.tested}, key=_line_key)
+        left = "; ".join(f"{hook.name} ({hook.does})" for hook in missing)
+        fallback = (
+            "runs go through plain ansible-runner"
+            if backend == "fast" and not self.uses("zygote")
+            else "those steps run the plain ansible-runner way"
+        )
+        return (
+            f"ansible-core {found} is not a version the {backend} backend's ansible-core"
+            f" hooks were tested with (ansible-core {', '.join(lines)}): left out: {left};"
+            f" {fallback} (same results, slower)"
+        )
+
+
+def plan(core_version: str | None, *, hooks: Iterable[Hook] = HOOKS) -> Plan:
+    """The hooks tested with `core_version` (enabled) and the others (left out)."""
+    line = core_line(core_version) if core_version else None
+    enabled_hooks: list[Hook] = []
+    left_out: list[Hook] = []
+    for hook in hooks:
+        (enabled_hooks if line is not None and line in hook.tested else left_out).append(hook)
+    return Plan(core_version=core_version, enabled=tuple(enabled_hooks), left_out=tuple(left_out))
+
+
+def enabled(name: str, core_version: str | None = None) -> bool:
+    """Whether hook `name` was tested with `core_version` (default: the running one)."""
+    hook = _BY_NAME[name]
+    version = core_version if core_version is not None else running_core_version()
+    line = core_line(version) if version else None
+    return line is not None and line in hook.tested
+
+
+def tested_lines(hooks: Collection[Hook] = HOOKS) -> tuple[str, ...]:
+    """The ansible-core lines every one of `hooks` was tested with."""
+    common = set.intersection(*(set(hook.tested) for hook in hooks)) if hooks else set()
+    return tuple(sorted(common, key=_line_key))
+
+
+def _line_key(line: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in line.split("."))

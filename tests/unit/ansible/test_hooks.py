@@ -1,0 +1,124 @@
+"""runner.ansible.hooks: the registry of ansible-core hooks and the start-up check on it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runner import run, version
+from runner.ansible import hooks
+from runner.ansible.backend import RunnerBackend
+from runner.ansible.fast import FastBackend
+
+HOOKS_DIR = Path(hooks.__file__).parent
+
+
+@pytest.mark.parametrize(
+    ("version_text", "line"),
+    [
+        pytest.param("2.18.19", "2.18", id="release"),
+        pytest.param("2.19.0rc1", "2.19", id="pre-release"),
+        pytest.param("2.20.0.dev0", "2.20", id="dev"),
+        pytest.param("garbage", None, id="unreadable"),
+    ],
+)
+def test_core_line(version_text: str, line: str | None) -> None:
+    assert hooks.core_line(version_text) == line
+
+
+def test_every_hook_names_its_module_spots_and_both_lines() -> None:
+    names = [hook.name for hook in hooks.HOOKS]
+    assert len(names) == len(set(names))
+    for hook in hooks.HOOKS:
+        module = HOOKS_DIR / f"{hook.name}.py"
+        assert module.is_file() or (HOOKS_DIR.parent / f"{hook.name}.py").is_file(), hook.name
+        assert hook.spots and hook.does
+        assert set(hook.tested) == {"2.18", "2.19"}, hook.name
+        assert set(hook.backends) <= {"fast", "runner"}
+    assert hooks.tested_lines() == ("2.18", "2.19")
+
+
+@pytest.mark.parametrize("core", ["2.18.19", "2.19.14"])
+def test_a_tested_line_enables_every_hook_without_a_warning(core: str) -> None:
+    found = hooks.plan(core)
+    assert found.left_out == ()
+    assert found.warning("fast") is None and found.warning("runner") is None
+    assert all(hooks.enabled(hook.name, core) for hook in hooks.HOOKS)
+
+
+@pytest.mark.parametrize("core", ["2.20.0", "2.17.9", None])
+def test_an_untested_line_leaves_every_hook_out_with_one_warning(core: str | None) -> None:
+    found = hooks.plan(core)
+    assert found.enabled == ()
+    fast = found.warning("fast")
+    assert fast is not None
+    assert f"ansible-core {core or 'no ansible-core'} is not a version" in fast
+    assert "2.18, 2.19" in fast
+    assert "runs go through plain ansible-runner" in fast
+    for hook in hooks.HOOKS:
+        assert hook.name in fast
+        assert not hooks.enabled(hook.name, core or "")
+    runner = found.warning("runner")
+    assert runner is not None and "payloads" in runner and "zygote" not in runner
+
+
+@pytest.mark.parametrize(
+    ("requested", "core", "backend", "shares"),
+    [
+        pytest.param("fast", "2.18.19", FastBackend, True, id="fast-2.18"),
+        pytest.param("fast", "2.19.14", FastBackend, True, id="fast-2.19"),
+        pytest.param("runner", "2.18.19", RunnerBackend, True, id="runner-2.18"),
+        pytest.param("fast", "2.20.1", RunnerBackend, False, id="fast-untested"),
+        pytest.param("runner", "2.20.1", RunnerBackend, False, id="runner-untested"),
+    ],
+)
+def test_the_backend_follows_the_check(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    requested: str,
+    core: str,
+    backend: type[RunnerBackend],
+    shares: bool,
+) -> None:
+    monkeypatch.setattr(hooks, "installed_core_version", lambda: core)
+    chosen, share_payloads = run._backend_choice(requested)
+    assert (chosen, share_payloads) == (backend, shares)
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == (0 if shares else 1)
+
+
+def test_the_payload_plugin_does_nothing_on_an_untested_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from ansible.executor import module_common
+
+    from runner.ansible.hooks import payloads
+    from runner.ansible.hooks.callback_plugins import ansible_operator_payloads
+
+    monkeypatch.setenv(payloads.STORE_ENV, str(tmp_path / "store"))
+    monkeypatch.setattr(hooks, "running_core_version", lambda: "2.99.0")
+    before = module_common._find_module_utils
+    ansible_operator_payloads.CallbackModule()
+    assert module_common._find_module_utils is before
+    assert not (tmp_path / "store").exists()
+
+
+def test_version_prints_the_running_core_and_the_collections() -> None:
+    lines = version.version_lines({"ANSIBLE_COLLECTIONS_PATH": "/nonexistent"})
+    core = hooks.installed_core_version()
+    assert f"ansible-core version: {core} (supported)" in lines
+    by_name = {line.partition(":")[0]: line.partition(": ")[2] for line in lines}
+    assert by_name["operator_sdk.util collection version"].startswith("0.5.0 (")
+    assert by_name["kubernetes.core collection version"][0].isdigit()
+
+
+def test_a_collection_on_the_configured_path_comes_first(tmp_path: Path) -> None:
+    collection = tmp_path / "ansible_collections" / "kubernetes" / "core"
+    collection.mkdir(parents=True)
+    (collection / "MANIFEST.json").write_text('{"collection_info": {"version": "3.1.0"}}')
+    search = version.collection_search_path({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path)})
+    assert version.collection_version("kubernetes.core", search) == ("3.1.0", collection)
+    assert version.collection_version("no.such", search) is None
+    assert os.fspath(search[0]) == str(tmp_path)
