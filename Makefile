@@ -43,6 +43,18 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 .PHONY: venv
 venv: $(VENV)/.installed ## create .venv with the project and its dev tools
 
+# `make install-tool` links .venv's ansible-operator into TOOL_BIN (on PATH in most
+# shells); the tool keeps running from this checkout (the local cluster is built from it).
+TOOL_BIN ?= $(HOME)/.local/bin
+
+.PHONY: install-tool
+install-tool: venv ## put `ansible-operator` on PATH: a link in ~/.local/bin (TOOL_BIN) to .venv
+	mkdir -p "$(TOOL_BIN)"
+	ln -sfn "$(CURDIR)/$(OPERATOR)" "$(TOOL_BIN)/ansible-operator"
+	@echo "installed $(TOOL_BIN)/ansible-operator -> $(CURDIR)/$(OPERATOR)"
+	@case ":$$PATH:" in *":$(TOOL_BIN):"*) ;; \
+	  *) echo "$(TOOL_BIN) is not on PATH; add it: export PATH=\"$(TOOL_BIN):\$$PATH\"" ;; esac
+
 .PHONY: binaries
 binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM
 	$(OPERATOR) cluster up --build-only
@@ -59,14 +71,28 @@ format: venv ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix runner tests bench
 	$(BIN)/ruff format runner tests bench
 
+# The real node's runtime (runc, containerd), CNI plugins, the pause image's init and the
+# tools its network setup calls: Debian packages, installed where missing.
+NODE_PACKAGES := containerd runc containernetworking-plugins catatonit iptables iproute2
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: node-packages
+node-packages: ## install the Debian packages a real node needs (cluster up --real-node), if missing
+	@missing="$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done)"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing" $$missing; \
+		$(SUDO) apt-get install -y --no-install-recommends $$missing \
+			|| { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; }; \
+	fi
+
 .PHONY: container-tools
 container-tools: ## install podman, buildah, mmdebstrap, skopeo and runc where missing (apt)
 	@missing=$$(for tool in podman buildah mmdebstrap skopeo runc; do \
 	  command -v $$tool >/dev/null || echo $$tool; done); \
-	if [ -n "$$missing" ]; then apt-get update -q && apt-get install -y -q $$missing; fi
+	if [ -n "$$missing" ]; then $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; fi
 
 .PHONY: test
-test: lint binaries container-tools ## everything CI runs: lint, unit, integration and e2e tests
+test: lint binaries node-packages container-tools ## everything CI runs: lint, unit, integration and e2e tests
 	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
 .PHONY: molecule

@@ -105,6 +105,30 @@ def _add_registry_arguments(parser: argparse.ArgumentParser, *, prefix: str) -> 
     )
 
 
+def _add_completion(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from runner.completion import SHELLS
+
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script: bash, zsh or fish",
+        description="Print the completion script of a shell. Load it in the current "
+        "shell with `source <(ansible-operator completion bash)` (zsh: the same with zsh; "
+        "fish: `ansible-operator completion fish | source`), or save it where the shell "
+        "looks: e.g. ~/.local/share/bash-completion/completions/ansible-operator, a "
+        "directory of $fpath as _ansible-operator, ~/.config/fish/completions/"
+        "ansible-operator.fish.",
+    )
+    completion.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+    completion.set_defaults(handler=_cmd_completion)
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from runner.completion import render
+
+    print(render(args.shell, build_parser()), end="")
+    return 0
+
+
 def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from runner.cluster import commands
 
@@ -121,6 +145,13 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
     up = actions.add_parser("up", help="build (first time) and start the cluster")
     up.add_argument("--apiserver-port", type=int, help="fixed API server port (default: free)")
+    up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also start a real node (kubelet, containerd, runc, a CNI bridge) beside the "
+        "fake one; works on a running cluster too (needs root and Debian's containerd, runc, "
+        "containernetworking-plugins and catatonit packages)",
+    )
     up.add_argument(
         "--build-only",
         action="store_true",
@@ -189,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     from runner import varscmd
 
     varscmd.add_commands(sub)
+    _add_completion(sub)
     return parser
 
 

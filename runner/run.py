@@ -23,6 +23,8 @@ from runner.ansible import hooks
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.ansible.fastwire import Discovery
+from runner.ansible.inputs import runner_dir
+from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
 from runner.collections_path import bundled_collections_path
 from runner.durations import parse_duration
 from runner.engine.leader import LeaderElector, LeaderSettings
@@ -46,14 +48,12 @@ from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS
 from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
-from runner.proxy.owner import Owner, proxy_kubeconfig, proxy_server
+from runner.proxy.owner import Owner, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK, NamespacedName
 
 log = logging.getLogger("ansible-operator")
 
-# The Go operator's base; a writable volume there keeps a read-only root fs working.
-DEFAULT_RUNNER_DIR = "/tmp/ansible-operator/runner"
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
 DISCOVERED_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"))
@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     prepare_environment(args, environ)
     reconcile_period = _duration("--reconcile-period", args.reconcile_period)
     graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
+    reconcile_timeout = _duration("--reconcile-timeout", args.reconcile_timeout)
+    if reconcile_timeout < 0:
+        raise ConfigError(f"--reconcile-timeout: must not be negative: {args.reconcile_timeout}")
     # Every setting is checked before the first log line: a mistake is one line.
     endpoints(args)
     leader_settings(args, environ, watch_namespaces(environ))
@@ -106,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             default_reconcile_period=reconcile_period,
             default_max_concurrent_reconciles=args.max_concurrent_reconciles,
             default_ansible_verbosity=args.ansible_verbosity,
+            default_reconcile_timeout=reconcile_timeout,
         )
         # Once per process: a live reload re-reads the file but does not repeat them.
         for message in (message for watch in loaded for message in watch.warnings):
@@ -119,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
+        warning = watches_mod.spec_template_warning(watch)
+        if warning is not None:
+            log.warning("%s", warning)
     return asyncio.run(
         _serve(
             args,
@@ -134,21 +141,17 @@ def _kubeconfig(environ: Mapping[str, str]) -> str | None:
     return environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
 
 
-async def _clean_stale_runs(
-    manager: Manager, backend: RunnerBackend, namespaces: list[str] | None
-) -> None:
-    """Once every watch has synced, remove run directories of CRs that no longer exist
-    (deleted while the operator was down)."""
-    await manager.wait_synced()
-    keep = [
-        (controller.watch.gvk, key.namespace, key.name)
-        for controller in manager.controllers
-        for key in controller.informer
-    ]
-    gvks = [controller.watch.gvk for controller in manager.controllers]
-    removed = await backend.clean_stale(gvks=gvks, keep=keep, namespaces=namespaces)
+async def _own_run_directory(args: argparse.Namespace, environ: Mapping[str, str]) -> RunDirectory:
+    """This process's fresh, private run directory under the base (`rundir.py`); the
+    directories earlier processes of this operator left behind are removed first."""
+    base = runner_dir(environ)
+    identity = str(Path(args.watches_file).resolve())
+    own = await asyncio.to_thread(claim, base, identity=identity)
+    removed = await asyncio.to_thread(remove_abandoned, base, identity=identity)
     if removed:
-        log.info("removed the run directories of %d deleted CRs", len(removed))
+        log.info("removed %d run directories of earlier processes of this operator", len(removed))
+    log.info("Ansible runs of this process are under %s", own.path)
+    return own
 
 
 def search_paths(environ: Mapping[str, str]) -> list[Path]:
@@ -255,6 +258,8 @@ async def _serve(
     leadership = leader_settings(args, environ, namespaces)
     kubeconfig = _kubeconfig(environ)
     async with contextlib.AsyncExitStack() as stack:
+        own_dir = await _own_run_directory(args, environ)
+        stack.callback(own_dir.release)
         client = await KubeClient.connect(kubeconfig=kubeconfig)
         stack.push_async_callback(client.close)
         metrics = OperatorMetrics()
@@ -293,7 +298,7 @@ async def _serve(
         stack.push_async_callback(proxy.stop)
         backend_type, share_payloads = _backend_choice(args.ansible_backend)
         backend = backend_type(
-            base_dir=Path(environ.get("ANSIBLE_OPERATOR_RUNNER_DIR", DEFAULT_RUNNER_DIR)),
+            base_dir=own_dir.path,
             log_events=args.ansible_log_events,
             debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
             max_artifacts_bytes=args.max_artifacts_bytes,
@@ -307,11 +312,15 @@ async def _serve(
             # Warms up while the watches sync, and discovers the API through the proxy.
             backend.start(
                 envvars=run_env,
-                discovery=Discovery(url=proxy_server(port=port), kinds=discovered),
+                discovery=Discovery(
+                    url=proxy_server(port=port),
+                    kinds=discovered,
+                    authorization=proxy.authorization(),
+                ),
             )
         settings = RunSettings(
             kubeconfig=kubeconfig,
-            run_kubeconfig=lambda obj: proxy_kubeconfig(owner_of(obj), port=port),
+            run_kubeconfig=lambda obj: proxy.kubeconfig(owner_of(obj)),
             ansible_args=args.ansible_args,
             environ=run_env,
         )
@@ -353,8 +362,6 @@ async def _serve(
             await metrics_server.start(ssl_context=tls)
             stack.push_async_callback(metrics_server.stop)
 
-        cleanup = asyncio.create_task(_clean_stale_runs(manager, backend, namespaces))
-        stack.callback(cleanup.cancel)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -70,6 +70,7 @@ def one_of(*names: str, empty: bool = False) -> Any:
         return lowered
 
     parse.__name__ = "value"
+    parse.choices = names  # type: ignore[attr-defined]  # for shell completion
     return parse
 
 
@@ -141,6 +142,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         type=go_duration,
         metavar="DURATION",
         help="default period between reconciles of one resource",
+    )
+    ansible.add_argument(
+        "--reconcile-timeout",
+        default="0",
+        type=go_duration,
+        metavar="DURATION",
+        help="stop an Ansible run that takes longer (Go duration, e.g. 30m): the CR gets a "
+        "Failure condition and is retried with backoff; per watch "
+        "RECONCILE_TIMEOUT_<KIND>_<GROUP> (default 0: no limit)",
     )
     ansible.add_argument(
         "--max-concurrent-reconciles",

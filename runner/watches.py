@@ -64,6 +64,7 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENT_RECONCILES",
     "DEFAULT_MAX_RUNNER_ARTIFACTS",
     "DEFAULT_RECONCILE_PERIOD",
+    "DEFAULT_RECONCILE_TIMEOUT",
     "KNOWN_KEYS",
     "Finalizer",
     "Watch",
@@ -72,12 +73,14 @@ __all__ = [
     "load",
     "parse",
     "role_candidates",
+    "spec_template_warning",
 ]
 
 DEFAULT_RECONCILE_PERIOD: Final = 10 * 3600.0
 DEFAULT_MAX_RUNNER_ARTIFACTS: Final = 20
 DEFAULT_MAX_CONCURRENT_RECONCILES: Final = 1
 DEFAULT_ANSIBLE_VERBOSITY: Final = 2
+DEFAULT_RECONCILE_TIMEOUT: Final = 0.0  # no limit, as in the Go operator
 DEFAULT_COLLECTIONS_PATH: Final = ("/usr/share/ansible/collections", "~/.ansible/collections")
 
 _BOOLS: Final = {  # key -> default
@@ -145,6 +148,8 @@ class Watch:
     finalizer: Finalizer | None = None
     max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES
     ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY
+    reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT
+    """Seconds one Ansible run may take before it is stopped (0: no limit)."""
     ignored_keys: tuple[str, ...] = ()
     """Keys read and ignored (as the Go operator ignored them): unknown ones, and the
     three it never read from the file (maxConcurrentReconciles, ...)."""
@@ -164,6 +169,7 @@ class _Context:
     default_reconcile_period: float
     default_max_concurrent_reconciles: int
     default_ansible_verbosity: int
+    default_reconcile_timeout: float
 
 
 class _Loader(yaml.SafeLoader):
@@ -179,6 +185,23 @@ _Loader.yaml_implicit_resolvers = {
 def env_suffix(gvk: GVK) -> str:
     """`<KIND>_<GROUP>` of the per-watch variables: upper case, dots to `_` (dashes kept)."""
     return f"{gvk.kind}_{gvk.group}".replace(".", "_").upper()
+
+
+def spec_template_warning(watch: Watch) -> str | None:
+    """Why a watch that renders its CRs' spec values as templates is a risk, or None.
+
+    With `markUnsafe: false` (the default, as in the Go operator) a string in a spec is a
+    Jinja template to Ansible: `{{ lookup('pipe', 'any command') }}` in a spec field runs
+    that command as the operator when the role uses the field."""
+    if watch.mark_unsafe:
+        return None
+    return (
+        f"watch {watch.gvk} renders the spec values of its CRs as Jinja templates "
+        f"(markUnsafe is false): anyone who can create or edit a {watch.gvk.kind} can run "
+        f"commands as the operator, e.g. with {{{{ lookup('pipe', ...) }}}} in a spec "
+        f"field; add `markUnsafe: true` to its watches.yaml entry to pass spec values as "
+        f"plain strings"
+    )
 
 
 def _search_path(
@@ -433,6 +456,24 @@ def _ansible_verbosity(gvk: GVK, ctx: _Context) -> int:
     return value
 
 
+def _reconcile_timeout(gvk: GVK, ctx: _Context) -> float:
+    """`RECONCILE_TIMEOUT_<KIND>_<GROUP>`: a Go duration; `0` turns the limit off for
+    this watch even when `--reconcile-timeout` sets one."""
+    name = f"RECONCILE_TIMEOUT_{env_suffix(gvk)}"
+    raw = ctx.environ.get(name, "").strip()
+    if not raw:
+        return ctx.default_reconcile_timeout
+    try:
+        seconds = parse_duration(raw)
+    except ValueError as exc:
+        raise FieldError((f"environment variable {name}",), str(exc)) from None
+    if seconds < 0:
+        raise FieldError(
+            (f"environment variable {name}",), f"expected a duration of 0 or more, got {raw!r}"
+        )
+    return seconds
+
+
 def _both(role_path: FieldPath, role: str) -> FieldError:
     return FieldError(
         role_path,
@@ -530,6 +571,7 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int], warns: list[Fiel
         finalizer=_finalizer(fields.get("finalizer"), ctx, warns),
         max_concurrent_reconciles=_max_concurrent_reconciles(gvk, ctx),
         ansible_verbosity=_ansible_verbosity(gvk, ctx),
+        reconcile_timeout=_reconcile_timeout(gvk, ctx),
         ignored_keys=tuple(sorted(ignored | {str(w.path[0]) for w in unknown})),
     )
 
@@ -596,6 +638,7 @@ def parse(
     default_reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
     default_max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES,
     default_ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY,
+    default_reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT,
 ) -> tuple[Watch, ...]:
     """Parse and validate watches.yaml text; raise ConfigError with one precise message.
 
@@ -622,6 +665,7 @@ def parse(
         default_reconcile_period=default_reconcile_period,
         default_max_concurrent_reconciles=default_max_concurrent_reconciles,
         default_ansible_verbosity=default_ansible_verbosity,
+        default_reconcile_timeout=default_reconcile_timeout,
     )
     expanded, expansions = expand_traced(text, environ)
     root, data = _document(expanded, source)
@@ -693,6 +737,7 @@ def load(
     default_reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
     default_max_concurrent_reconciles: int = DEFAULT_MAX_CONCURRENT_RECONCILES,
     default_ansible_verbosity: int = DEFAULT_ANSIBLE_VERBOSITY,
+    default_reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT,
 ) -> tuple[Watch, ...]:
     """Read watches.yaml (relative to `cwd`) and `parse()` it, resolving against `cwd`."""
     source = os.fspath(path)
@@ -712,4 +757,5 @@ def load(
         default_reconcile_period=default_reconcile_period,
         default_max_concurrent_reconciles=default_max_concurrent_reconciles,
         default_ansible_verbosity=default_ansible_verbosity,
+        default_reconcile_timeout=default_reconcile_timeout,
     )

@@ -46,6 +46,27 @@ def kubeconfig() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
+def real_node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A private cluster with a real node (kubelet, containerd, a CNI bridge) beside the
+    fake one, started once per session for the tests that need real pods, removed with
+    everything it changed on the machine afterwards. Yields a
+    `support.realnode.RealNodeCluster`; the image `support.realnode.TOOLS_IMAGE` (static
+    kubectl and catatonit) is already on the node."""
+    from support.realnode import RealNodeCluster, tools_image_archive
+
+    from runner.cluster.local import LocalCluster
+
+    cluster = LocalCluster(tmp_path_factory.mktemp("real-node-cluster"))
+    try:
+        cluster.up(real_node=True, progress=lambda _message: None)
+        handle = RealNodeCluster(cluster)
+        handle.import_archive(tools_image_archive(cluster.cache))
+        yield handle
+    finally:
+        cluster.down(progress=lambda _message: None)
+
+
+@pytest.fixture(scope="session")
 def api_client(kubeconfig: Path) -> Iterator[Any]:
     from kubernetes import config
 

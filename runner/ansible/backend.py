@@ -307,6 +307,8 @@ class RunnerBackend:
         finally:
             # The kubeconfig names this CR as the owner: no later process may reuse it.
             (data_dir / KUBECONFIG_FILE).unlink(missing_ok=True)
+            if cancel.is_set():
+                _record_stopped(data_dir / artifacts.ARTIFACTS / request.ident)
             self._finish_artifacts(data_dir, request)
 
         result = collector.result()
@@ -492,6 +494,19 @@ def _deliverer(
             loop.call_soon_threadsafe(call, event)
 
     return deliver
+
+
+def _record_stopped(run_dir: Path) -> None:
+    """A run stopped before ansible-playbook ended (e.g. while waiting for a warm
+    process) still records its end, as ansible-runner records a cancelled run: `status`
+    `canceled`, `rc` 254. The history of the CR then shows when it stopped."""
+    if not run_dir.is_dir() or (run_dir / "status").exists():
+        return
+    try:
+        (run_dir / "rc").write_text("254")
+        (run_dir / "status").write_text("canceled")
+    except OSError:
+        pass
 
 
 def _read_stdout(data_dir: Path, ident: str) -> str:

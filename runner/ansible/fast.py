@@ -347,7 +347,7 @@ class _Zygote:
                     *("--fd", str(theirs.fileno()), "--store", self._store),
                     *(discovery.argv() if discovery is not None else ()),
                 ],
-                env=dict(env),
+                env={**env, **(discovery.env() if discovery is not None else {})},
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -25,10 +25,11 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "DISCOVER_AUTHORIZATION_ENV",
     "IN_PROCESS_PREFIXES",
     "MAX_MESSAGE",
     "PER_RUN_ENV",
@@ -46,6 +47,9 @@ __all__ = [
     "zygote_env",
     "zygote_key",
 ]
+
+DISCOVER_AUTHORIZATION_ENV = "ANSIBLE_OPERATOR_DISCOVER_AUTHORIZATION"
+"""Carries `Discovery.authorization` to the zygote."""
 
 STALE_EXIT = 75
 """Exit code of a run's child that found a collection file changed since the zygote
@@ -114,6 +118,14 @@ class Discovery:
     """The API proxy as runs reach it, without an owner."""
     kinds: tuple[tuple[str, str], ...]
     """(apiVersion, kind) to look up, as a module would."""
+    authorization: str = field(default="", repr=False)
+    """The Authorization header the proxy requires. The zygote gets it in its environment
+    (`env()`) and removes it from there at once; never on its command line, which any
+    local user can read."""
+
+    def env(self) -> dict[str, str]:
+        """The zygote's environment variables for it."""
+        return {DISCOVER_AUTHORIZATION_ENV: self.authorization} if self.authorization else {}
 
     def argv(self) -> list[str]:
         """The zygote's command-line options for it."""
@@ -123,8 +135,11 @@ class Discovery:
         return options
 
     @classmethod
-    def from_argv(cls, url: str | None, kinds: Sequence[str]) -> Discovery | None:
-        """The inverse of `argv` (None without a URL); `ValueError` for a bad kind."""
+    def from_argv(
+        cls, url: str | None, kinds: Sequence[str], *, authorization: str = ""
+    ) -> Discovery | None:
+        """The inverse of `argv` and `env` (None without a URL); `ValueError` for a bad
+        kind."""
         if not url:
             return None
         parsed = []
@@ -133,7 +148,7 @@ class Discovery:
             if not api_version or not kind:
                 raise ValueError(f"--discover-kind {entry!r} is not <apiVersion>:<kind>")
             parsed.append((api_version, kind))
-        return cls(url=url, kinds=tuple(parsed))
+        return cls(url=url, kinds=tuple(parsed), authorization=authorization)
 
 
 def zygote_env(run_env: Mapping[str, str]) -> dict[str, str]:

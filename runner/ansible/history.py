@@ -2,8 +2,9 @@
 
 The first questions about a misbehaving CR are "did it run, when, did it work, what did
 it change, what failed". Every answer is already on disk in the CR's data directory
-(`<base>/<group>/<version>/<Kind>/<namespace>/<name>/artifacts/<ident>/`: `job_events/`,
-`status`, `rc`, `stdout`); this module finds the directory from what a user types
+(`<base>/operator-*/<group>/<version>/<Kind>/<namespace>/<name>/artifacts/<ident>/`:
+`job_events/`, `status`, `rc`, `stdout`; `operator-*` is each operator process's own
+directory, see `rundir.py`); this module finds the directory from what a user types
 (`memcached/x`, `Memcached.cache.example.com/x`) and summarizes each run with the same
 rules the reconciler applies to live events (`events.EventCollector`).
 
@@ -27,6 +28,7 @@ from typing import Any, Literal
 
 from runner.ansible.artifacts import RunInfo, find_data_dirs, read_events, read_stdout
 from runner.ansible.events import FailedTask, no_stats_reason, summarize
+from runner.ansible.rundir import process_dirs
 
 __all__ = [
     "CRDir",
@@ -146,7 +148,16 @@ def interpret(parts: Sequence[str]) -> list[tuple[str, str, str, str, str]]:
 
 
 def cr_dirs(base: Path) -> list[CRDir]:
-    """Every reading of every data directory under `base`."""
+    """Every reading of every data directory under `base`: in each operator process's
+    directory there, or in `base` itself when it has none (it is one of them, or written
+    by an older version)."""
+    found: list[CRDir] = []
+    for root in process_dirs(base) or [base]:
+        found += _cr_dirs_in(root)
+    return found
+
+
+def _cr_dirs_in(base: Path) -> list[CRDir]:
     found: list[CRDir] = []
     for path in find_data_dirs(base):
         parts = path.relative_to(base).parts

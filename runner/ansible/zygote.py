@@ -144,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         "--discover-kind", action="append", default=[], help="<apiVersion>:<kind> to look up"
     )
     args = parser.parse_args(argv)
-    discovery = fastwire.Discovery.from_argv(args.discover_url, args.discover_kind)
+    # The proxy's credential: runs forked from here must not inherit it.
+    authorization = os.environ.pop(fastwire.DISCOVER_AUTHORIZATION_ENV, "")
+    discovery = fastwire.Discovery.from_argv(
+        args.discover_url, args.discover_kind, authorization=authorization
+    )
     # The store goes with the zygote however it ends (the operator killed with -9 sends it
     # SIGTERM through the parent-death signal); forked runs leave through os._exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # until serve() takes over
@@ -183,7 +187,9 @@ def _warm_and_serve(
         if reason is not None:
             left_out.append(reason)
     if discovery is not None and hooks.enabled("kubemodules"):
-        errors += kubemodules.discover(discovery.url, discovery.kinds)
+        errors += kubemodules.discover(
+            discovery.url, discovery.kinds, authorization=discovery.authorization
+        )
     os.chdir("/")
     shutil.rmtree(scratch, ignore_errors=True)
     gc.collect()

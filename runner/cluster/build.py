@@ -141,7 +141,12 @@ def _build_module(
     names = ", ".join(c.name for c in group)
     log_dir = root / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"build-{module.directory.name}-{module.version}.log"
+    # One module builds several groups at different times (the control plane, later the
+    # kubelet): a lone binary not named like its module gets its own log.
+    stem = module.directory.name
+    if len(group) == 1 and group[0].name != stem:
+        stem += f"-{group[0].name}"
+    log_path = log_dir / f"build-{stem}-{module.version}.log"
     hint = _COLD_BUILD_HINT.get(module.source_module, "a while")
     progress(
         f"building {names} {module.version} from {module.source_module} "

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from runner.cluster import build, registry
-from runner.cluster.components import olm_operators, tools
+from runner.cluster.components import kubelet, olm_operators, tools
 from runner.cluster.local import LocalCluster, default_state_dir
 from runner.errors import ClusterError
 
@@ -28,9 +28,11 @@ def dispatch(args: argparse.Namespace) -> int:
     cluster = LocalCluster(state_dir)
     if args.action == "up":
         if args.build_only:
-            # The OLM validators (operator-sdk, opm) and OLM's operators are built too:
-            # tests, `make bundle-validate` and `olm install` use them, `up` does not.
+            # The kubelet, the OLM validators (operator-sdk, opm) and OLM's operators are
+            # built too: tests, `up --real-node`, `make bundle-validate` and `olm install`
+            # use them, `up` does not.
             built = cluster.build(progress=_progress)
+            built |= build.ensure_built([kubelet()], root=cluster.cache, progress=_progress)
             built |= build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
             built |= build.ensure_built(
                 olm_operators().values(), root=cluster.cache, progress=_progress
@@ -38,7 +40,7 @@ def dispatch(args: argparse.Namespace) -> int:
             for name, path in built.items():
                 print(f"{name}: {path}")
             return 0
-        cluster.up(progress=_progress, apiserver_port=args.apiserver_port)
+        cluster.up(progress=_progress, apiserver_port=args.apiserver_port, real_node=args.real_node)
         if args.registry:
             _start_registry(cluster, args)
         print(cluster.kubeconfig)

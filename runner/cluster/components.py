@@ -126,6 +126,18 @@ def registry(root: Path | None = None) -> Component:
     )
 
 
+def kubelet(root: Path | None = None) -> Component:
+    """The real node's kubelet: from the control plane's module, so its version always
+    matches the API server's. Not one of `components()`: only `up --real-node` needs it."""
+    kubernetes = GoModule((root or hack_dir()) / "kubernetes", "k8s.io/kubernetes")
+    return Component(
+        "kubelet",
+        kubernetes,
+        "k8s.io/kubernetes/cmd/kubelet",
+        kubernetes_ldflags(kubernetes.version),
+    )
+
+
 def tools_dir() -> Path:
     """The repository's hack/tools directory: wrapper modules of the OLM validators."""
     return hack_dir().parent / "tools"

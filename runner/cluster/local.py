@@ -6,6 +6,7 @@ State lives in one directory (default `./.cluster`, or `$ANSIBLE_OPERATOR_CLUSTE
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
@@ -19,14 +20,21 @@ from typing import Any
 
 import yaml
 
-from runner.cluster import build, certs, process
-from runner.cluster.components import components
+from runner.cluster import build, certs, machine, process
+from runner.cluster.components import components, kubelet
 from runner.cluster.kubeconfig import admin_kubeconfig
+from runner.cluster.realnode import RealNode
 from runner.errors import ClusterError
 
 Progress = Callable[[str], None]
 
 FAKE_NODE = "kwok-node-0"
+SERVICE_CIDR = "10.0.0.0/24"
+# The API server reaches a kubelet (logs, exec) at its node's InternalIP first: a real
+# node's name need not resolve, its address is on a bridge of this machine.
+_KUBELET_ADDRESS_TYPES = (
+    "--kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP"
+)
 _STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
 _NODE = {
     "apiVersion": "v1",
@@ -138,10 +146,26 @@ class LocalCluster:
             env["KUBECONFIG"] = str(self.kubeconfig)
         return subprocess.run([str(binary), *args], env=env, check=False).returncode
 
-    def up(self, *, progress: Progress = print, apiserver_port: int | None = None) -> float:
-        """Start everything (or reuse a running cluster); return the start-up seconds."""
+    def up(
+        self,
+        *,
+        progress: Progress = print,
+        apiserver_port: int | None = None,
+        real_node: bool = False,
+    ) -> float:
+        """Start everything (or reuse a running cluster); return the start-up seconds.
+        With `real_node`, also a real kubelet beside the fake node (see `start_real_node`)."""
+        if real_node:
+            # Say what the machine lacks before spending a minute on the control plane.
+            problems = machine.missing_requirements()
+            if problems:
+                raise ClusterError(
+                    "this machine cannot run a real node:\n  " + "\n  ".join(problems)
+                )
         if self.is_up():
             progress(f"cluster already running; kubeconfig: {self.kubeconfig}")
+            if real_node:
+                return self.start_real_node(progress=progress)
             return 0.0
         binaries = self.build(progress=progress)
         self.down(keep=True, progress=lambda _msg: None)
@@ -171,7 +195,45 @@ class LocalCluster:
             raise
         elapsed = time.monotonic() - started
         progress(f"cluster ready in {elapsed:.1f} s; kubeconfig: {self.kubeconfig}")
+        if real_node:
+            elapsed += self.start_real_node(progress=progress)
         return elapsed
+
+    @property
+    def real_node(self) -> RealNode:
+        return RealNode(self.state_dir)
+
+    def start_real_node(self, *, progress: Progress = print) -> float:
+        """Start the real node of this (running) cluster; return the seconds to Ready."""
+        state = self.load_state()
+        if state is None or not self.is_up():
+            raise ClusterError(
+                f"no running cluster in {self.state_dir}; start one with "
+                "`ansible-operator cluster up --real-node`"
+            )
+        binary = build.ensure_built([kubelet()], root=self.cache, progress=progress)["kubelet"]
+        self._ensure_apiserver_flag(state, _KUBELET_ADDRESS_TYPES, progress)
+        return self.real_node.start(
+            api=self.apiserver(state),
+            kubeconfig=self.kubeconfig,
+            apiserver_port=state.ports["kube-apiserver"],
+            service_ip=str(ipaddress.ip_network(SERVICE_CIDR).network_address + 1),
+            kubelet=binary,
+            progress=progress,
+        )
+
+    def _ensure_apiserver_flag(self, state: ClusterState, flag: str, progress: Progress) -> None:
+        """Restart the API server with `flag` when a cluster started by an older version
+        runs without it (a few seconds of outage)."""
+        running = state.running()["kube-apiserver"]
+        argv = _cmdline(running.pid)
+        option = flag.split("=", 1)[0]
+        if any(arg.split("=", 1)[0] == option for arg in argv):
+            return
+        progress(f"restarting kube-apiserver with {flag}")
+        process.stop(running, grace=10)
+        restarted = self._launch(state, "kube-apiserver", [*argv, flag])
+        process.wait_until_ready(restarted, self.apiserver(state), "/readyz", timeout=60)
 
     def _write_kubeconfig(self, state: ClusterState, pki: certs.PKI) -> None:
         config = admin_kubeconfig(
@@ -239,7 +301,8 @@ class LocalCluster:
                 f"--tls-cert-file={pki.serving_cert}",
                 f"--tls-private-key-file={pki.serving_key}",
                 f"--client-ca-file={pki.ca_cert}",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                _KUBELET_ADDRESS_TYPES,
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={pki.service_account_pub}",
                 f"--service-account-signing-key-file={pki.service_account_key}",
@@ -368,11 +431,7 @@ class LocalCluster:
         running = state.running().get(name) if state is not None else None
         if state is None or running is None:
             raise ClusterError(f"no running {name} in {self.state_dir}")
-        argv = [
-            part.decode()
-            for part in Path(f"/proc/{running.pid}/cmdline").read_bytes().split(b"\0")
-            if part
-        ]
+        argv = _cmdline(running.pid)
         process.stop(running, grace=10)
         time.sleep(seconds)
         restarted = self._launch(state, name, argv)
@@ -383,6 +442,8 @@ class LocalCluster:
         """Stop exactly what `up` started, newest first; remove the state unless `keep`."""
         state = self.load_state()
         stopped = self.stop_addons(progress=progress)
+        api = self.apiserver(state) if state is not None else None
+        stopped += self.real_node.stop(api=api, progress=progress)
         if state is not None:
             running = state.running()
             for name in _STOP_ORDER:
@@ -415,6 +476,7 @@ class LocalCluster:
         for name, proc in self.addons().items():
             alive = "running" if process.is_running(proc.pid, proc.binary) else "NOT RUNNING"
             lines.append(f"  {name:<24} {alive:<12} pid {proc.pid:<8} {'-':<16} {proc.log}")
+        lines += self.real_node.status_lines()
         api = self.apiserver(state)
         ready = "ready" if api.ok("/readyz") else "not ready"
         lines.append(f"  API server {api.url}: {ready}; kubeconfig {self.kubeconfig}")
@@ -484,6 +546,11 @@ class LocalCluster:
                 stopped.append(name)
                 progress(f"stopped {name} (pid {proc.pid})")
         return stopped
+
+
+def _cmdline(pid: int) -> list[str]:
+    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    return [part.decode() for part in raw.split(b"\0") if part]
 
 
 def _node_ready(node: dict[str, Any]) -> bool:

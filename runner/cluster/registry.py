@@ -129,6 +129,11 @@ def start(
         cluster.stop_addon(ADDON)
         raise
     _info_file(cluster).write_text(json.dumps(vars(result), indent=2), encoding="utf-8")
+    # A real node started before the registry learns of it now (a node started later
+    # reads registry.json itself).
+    node = cluster.real_node
+    if node.is_running():
+        node.use_registry(port, ca_file=ca_file)
     progress(f"registry ready at {result.url} (images: {result.address}/<name>:<tag>)")
     return result
 

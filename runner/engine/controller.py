@@ -192,13 +192,16 @@ class Controller:
         for key in self.informer:
             self.queue.add(key)
 
-    async def stop(self, *, timeout: float) -> None:
-        """Stop taking work; let reconciles in flight finish for up to `timeout` s."""
+    async def stop(self, *, timeout: float, cut_off: asyncio.Event | None = None) -> None:
+        """Stop taking work; let reconciles in flight finish for up to `timeout` s (or
+        until `cut_off` is set), then cancel them and wait until their runs are stopped."""
         self.informer.stop()
         self.queue.shutdown()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while self.active and loop.time() < deadline:
+            if cut_off is not None and cut_off.is_set():
+                break
             await asyncio.sleep(0.05)
         if self.active:
             log.warning("%s: %d reconciles cut off after %.0f s", self.name, self.active, timeout)

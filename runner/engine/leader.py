@@ -7,6 +7,15 @@ renewed it for `lease_duration` — measured on the candidate's own clock from w
 last saw the Lease change, so clocks of different machines never need to agree. On a
 graceful exit the holder releases the Lease (empty holder, one-second duration) so a
 standby takes over at its next retry instead of after a full lease duration.
+
+Two leaders must never reconcile at once, so the holder measures its lease
+conservatively: a renewal counts from when its attempt *started* (the API server wrote
+the new renewTime no earlier, so no candidate can see the Lease expire before that plus
+`lease_duration`), every attempt is cut off when the renew deadline comes, and any
+failure — an error of any kind, a hung request, the Lease found in another's hands —
+counts as not renewed. The holder is told it lost the lease by the renew deadline at the
+latest, which leaves `lease_duration - renew_deadline` to stop every run before a
+standby may take over.
 """
 
 from __future__ import annotations
@@ -55,6 +64,8 @@ class LeaderElector:
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self._lease: dict[str, Any] | None = None
+        self._renewed_at = 0.0  # loop time the last successful attempt started
+        self.holder = ""  # the holder the Lease named when we last read it
 
     async def acquire(self) -> None:
         """Return once this process holds the Lease."""
@@ -64,24 +75,53 @@ class LeaderElector:
             self._s.name,
             self.identity,
         )
-        while not await self._try():
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            if await self._try(deadline=started + self._s.renew_deadline):
+                break
             await asyncio.sleep(self._s.retry_period)
+        self._renewed_at = started
         self.is_leader = True
         log.info("became the leader (lease %s/%s)", self._s.namespace, self._s.name)
 
     async def hold(self, on_lost: Callable[[], None]) -> None:
-        """Renew until a renewal has failed for `renew_deadline`; then call `on_lost`."""
+        """Renew until the lease is lost, then call `on_lost` (by the renew deadline).
+
+        Cancelling `hold` (a graceful stop) does not call `on_lost`."""
+        try:
+            await self._renew_until_lost()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug must not leave us leading with nobody renewing
+            log.exception("lease %s/%s: renewing failed", self._s.namespace, self._s.name)
+        self.is_leader = False
+        log.error("lost the lease %s/%s; stopping", self._s.namespace, self._s.name)
+        on_lost()
+
+    async def _renew_until_lost(self) -> None:
         loop = asyncio.get_running_loop()
-        last_renewed = loop.time()
         while True:
-            await asyncio.sleep(self._s.retry_period)
-            if await self._try():
-                last_renewed = loop.time()
-                continue
-            if loop.time() - last_renewed >= self._s.renew_deadline:
-                self.is_leader = False
-                log.error("lost the lease %s/%s; stopping", self._s.namespace, self._s.name)
-                on_lost()
+            deadline = self._renewed_at + self._s.renew_deadline
+            await asyncio.sleep(max(0.0, min(self._s.retry_period, deadline - loop.time())))
+            started = loop.time()
+            if started >= deadline:
+                log.error(
+                    "lease %s/%s: not renewed for %.1f s (renew deadline)",
+                    self._s.namespace,
+                    self._s.name,
+                    started - self._renewed_at,
+                )
+                return
+            if await self._try(deadline=deadline):
+                self._renewed_at = started
+            elif self.holder and self.holder != self.identity:
+                log.error(
+                    "lease %s/%s is held by %s now",
+                    self._s.namespace,
+                    self._s.name,
+                    self.holder,
+                )
                 return
 
     async def release(self) -> None:
@@ -94,18 +134,29 @@ class LeaderElector:
             return
         spec.update(holderIdentity=None, leaseDurationSeconds=1, renewTime=_now())
         try:
-            await self._client.replace(LEASE, obj={**self._lease, "spec": spec})
+            async with asyncio.timeout(self._s.renew_deadline):
+                await self._client.replace(LEASE, obj={**self._lease, "spec": spec})
             log.info("released the lease %s/%s", self._s.namespace, self._s.name)
+        except TimeoutError:
+            log.warning("could not release the lease: no answer from the API server")
         except APIError as err:
             log.warning("could not release the lease: %s", err)
 
-    async def _try(self) -> bool:
-        """One attempt to acquire or renew; True when we hold the Lease afterwards."""
+    async def _try(self, *, deadline: float) -> bool:
+        """One attempt to acquire or renew, given up at `deadline` (loop time); True when
+        we hold the Lease afterwards. Never raises but for cancellation."""
         try:
-            held = await self._attempt()
+            async with asyncio.timeout_at(deadline):
+                held = await self._attempt()
         except Conflict:
             held = False  # someone else wrote it between our read and write
-        except APIError as err:
+        except TimeoutError:
+            log.warning(
+                "lease %s/%s: no answer before the renew deadline", self._s.namespace, self._s.name
+            )
+            self.healthy = False
+            return False
+        except Exception as err:
             log.warning("lease %s/%s: %s", self._s.namespace, self._s.name, err)
             self.healthy = False
             return False
@@ -130,6 +181,7 @@ class LeaderElector:
             return True
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
+        self.holder = holder
         seen = (holder, str(spec.get("renewTime") or ""))
         if seen != self._observed:
             self._observed, self._observed_at = seen, loop.time()

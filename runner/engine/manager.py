@@ -19,6 +19,7 @@ from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector
 from runner.engine.reconciler import RunSettings
 from runner.k8s.client import KubeClient
+from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import OperatorMetrics
 from runner.structs import GVK, NamespacedName
@@ -94,6 +95,67 @@ class Manager:
         await self.remove(watch.gvk)
         await self.add(watch)
 
+    async def release_finalizer(
+        self, gvk: GVK, finalizer: str, *, only_deleting: bool
+    ) -> list[NamespacedName]:
+        """Remove `finalizer`, which no watch handles any more (live reload), from the CRs
+        of `gvk`: nothing else would, and a CR being deleted would stay Terminating for
+        ever. `only_deleting`: CRs not being deleted keep it (their watch was removed and
+        may come back)."""
+        released: list[NamespacedName] = []
+        namespaces: Sequence[str | None] = self._namespaces or [None]
+        for namespace in namespaces:
+            try:
+                items, _ = await self._client.list(gvk, namespace=namespace or None)
+            except APIError as err:
+                log.error("cannot release finalizer %s of %s: %s", finalizer, gvk.kind, err)
+                continue
+            for obj in items:
+                meta = obj.get("metadata") or {}
+                deleting = bool(meta.get("deletionTimestamp"))
+                if (deleting or not only_deleting) and finalizer in (meta.get("finalizers") or []):
+                    key = NamespacedName(meta.get("namespace") or "", str(meta.get("name")))
+                    if await self._drop_finalizer(gvk, obj, finalizer):
+                        released.append(key)
+        if released:
+            log.warning(
+                "removed finalizer %s from %d %s%s, without running its role: no watch in "
+                "watches.yaml handles it any more: %s",
+                finalizer,
+                len(released),
+                gvk.kind,
+                " being deleted" if only_deleting else "",
+                ", ".join(str(key) for key in released),
+            )
+        return released
+
+    async def _drop_finalizer(self, gvk: GVK, obj: dict[str, Any], finalizer: str) -> bool:
+        name = str(obj["metadata"]["name"])
+        namespace = obj["metadata"].get("namespace") or None
+        for _ in range(5):
+            meta = obj.get("metadata") or {}
+            finalizers = list(meta.get("finalizers") or [])
+            if finalizer not in finalizers:
+                return False
+            # The resourceVersion makes the patch fail on a concurrent change rather than
+            # drop someone else's finalizer.
+            kept = [f for f in finalizers if f != finalizer]
+            body = {"metadata": {"finalizers": kept, "resourceVersion": meta["resourceVersion"]}}
+            try:
+                await self._client.patch(gvk, name=name, namespace=namespace, body=body)
+                return True
+            except NotFound:
+                return False
+            except Conflict:
+                try:
+                    obj = await self._client.get(gvk, name=name, namespace=namespace)
+                except NotFound:
+                    return False
+            except APIError as err:
+                log.error("cannot remove finalizer %s from %s %s: %s", finalizer, name, gvk, err)
+                return False
+        return False
+
     def enqueue(self, gvk: GVK, key: NamespacedName) -> None:
         """Reconcile `key` of the primary kind `gvk` (a dependent of it changed)."""
         for controller in self.controllers:
@@ -137,17 +199,22 @@ class Manager:
             await self.shutdown(timeout=0)  # another replica leads now: stop at once
             return 1
         # The lease is renewed while runs in flight finish, so that no standby starts
-        # reconciling the same CRs meanwhile; then it is handed over at once.
-        await self.shutdown()
+        # reconciling the same CRs meanwhile (losing it cuts them off at once); then it
+        # is handed over at once.
+        await self.shutdown(cut_off=lost)
         await _cancel(holder)
         if self._leader is not None:
             await self._leader.release()
         return 0
 
-    async def shutdown(self, *, timeout: float | None = None) -> None:
+    async def shutdown(
+        self, *, timeout: float | None = None, cut_off: asyncio.Event | None = None
+    ) -> None:
+        """Stop every controller; runs in flight get `timeout` (the graceful period) to
+        finish, or until `cut_off` is set."""
         grace = self._graceful if timeout is None else timeout
         log.info("stopping: waiting up to %.0f s for running reconciles", grace)
-        await asyncio.gather(*(c.stop(timeout=grace) for c in self.controllers))
+        await asyncio.gather(*(c.stop(timeout=grace, cut_off=cut_off) for c in self.controllers))
         log.info("stopped")
 
 

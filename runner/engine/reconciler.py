@@ -7,6 +7,7 @@ Running condition -> extra-vars -> Ansible run -> finalizer removal -> final con
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -18,16 +19,16 @@ from typing import Any
 from runner.ansible.backend import AnsibleBackend
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
-from runner.durations import parse_duration
+from runner.durations import format_duration, parse_duration
 from runner.errors import AnsibleRunError
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.observability.events import EventRecorder
-from runner.redact import redact_text
+from runner.redact import redact_message
 from runner.status import conditions
 from runner.structs import NamespacedName
 from runner.vars import build_extra_vars
-from runner.watches import Watch
+from runner.watches import Watch, env_suffix
 
 log = logging.getLogger("ansible-operator.reconciler")
 
@@ -49,6 +50,10 @@ class Outcome:
 
     requeue_after: float | None = None
     error: str | None = None
+
+
+class _RunTimedOut(Exception):
+    """The Ansible run took longer than the watch's reconcile timeout and was stopped."""
 
 
 KubeconfigFor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -193,13 +198,19 @@ class Reconciler:
             extra=self._fields(key, deleting=deleting),
         )
         try:
-            result = await self._backend.run(self._request(obj, per_cr, deleting=deleting))
+            result = await self._run(self._request(obj, per_cr, deleting=deleting))
+        except _RunTimedOut:
+            message = self._timed_out_message()
+            await self._write_status(key, lambda st: self._failed(st, message, None))
+            await self._event(obj, "Warning", "ReconcileFailed", message)
+            self._log_end(key, started, "timed out", message)
+            return Outcome(error=message)
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
             if await self._edited(key, before[0], edits, message):
                 return Outcome()
             await self._write_status(key, lambda st: self._failed(st, message, None))
-            await self._event(obj, "Warning", "ReconcileFailed", redact_text(message))
+            await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "error", message)
             return Outcome(error=message)
 
@@ -207,7 +218,7 @@ class Reconciler:
             return Outcome()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
         if outcome.error is not None:
-            await self._event(obj, "Warning", "ReconcileFailed", redact_text(outcome.error))
+            await self._event(obj, "Warning", "ReconcileFailed", outcome.error)
         elif result.changed or _was_failing(obj):
             await self._event(
                 obj,
@@ -240,6 +251,28 @@ class Reconciler:
         )
         return outcome
 
+    async def _run(self, request: RunRequest) -> RunResult:
+        """The Ansible run, stopped through the backend's cancel path (ansible-playbook
+        killed, artifacts kept) once it has taken the watch's reconcile timeout."""
+        limit = self.watch.reconcile_timeout
+        if limit <= 0:
+            return await self._backend.run(request)
+        try:
+            async with asyncio.timeout(limit) as deadline:
+                return await self._backend.run(request)
+        except TimeoutError:
+            if deadline.expired():
+                raise _RunTimedOut from None
+            raise
+
+    def _timed_out_message(self) -> str:
+        limit = format_duration(self.watch.reconcile_timeout)
+        return (
+            f"Reconciliation timed out after {limit}: the Ansible run was stopped "
+            f"(--reconcile-timeout, or RECONCILE_TIMEOUT_{env_suffix(self.watch.gvk)} "
+            "for this watch)"
+        )
+
     def _fields(self, key: NamespacedName, *, deleting: bool) -> dict[str, Any]:
         """Structured fields of the reconcile log lines (`--zap-encoder json`)."""
         return {
@@ -257,7 +290,7 @@ class Reconciler:
             key,
             result,
             seconds,
-            redact_text(message),
+            redact_message(message),
             extra={
                 **self._fields(key, deleting=False),
                 "result": result,
@@ -323,7 +356,7 @@ class Reconciler:
             "reloaded: %s",
             self.watch.gvk.kind,
             key,
-            redact_text(message),
+            redact_message(message),
         )
         return True
 

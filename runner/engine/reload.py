@@ -17,7 +17,11 @@ back as it was. Then:
 - watches.yaml changed: it is parsed with the start-up code. Invalid: one clear error,
   the running configuration stays. Valid: new GVKs get controllers, removed ones are
   stopped (their CRs and finalizers are left alone, and the log says so), changed ones are
-  restarted, the others keep running untouched. Runs in flight always finish.
+  restarted, the others keep running untouched. Runs in flight always finish. A
+  finalizer no watch handles any more is removed, with a warning, so that no deletion
+  hangs for ever (its role does not run): from every CR of a watch whose finalizer was
+  removed or renamed, and from the CRs being deleted of a removed watch (its other CRs
+  keep it, for the watch to come back).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from watchdog.observers import Observer
 from runner.engine.manager import Manager
 from runner.errors import ConfigError
 from runner.structs import GVK
-from runner.watches import Watch
+from runner.watches import Watch, spec_template_warning
 
 log = logging.getLogger("ansible-operator.reload")
 
@@ -106,6 +110,20 @@ def diff(old: Sequence[Watch], new: Sequence[Watch]) -> tuple[list[Watch], list[
     removed = [gvk for gvk in before if gvk not in after]
     changed = [w for gvk, w in after.items() if gvk in before and before[gvk] != w]
     return added, removed, changed
+
+
+def dropped_finalizers(old: Sequence[Watch], new: Sequence[Watch]) -> list[tuple[GVK, str]]:
+    """(GVK, finalizer name) of every finalizer the new watches no longer handle: its
+    watch was removed, or its finalizer removed or renamed."""
+    after = {w.gvk: w for w in new}
+    dropped = []
+    for watch in old:
+        if watch.finalizer is None:
+            continue
+        now = after.get(watch.gvk)
+        if now is None or now.finalizer is None or now.finalizer.name != watch.finalizer.name:
+            dropped.append((watch.gvk, watch.finalizer.name))
+    return dropped
 
 
 def check_yaml(path: Path) -> str | None:
@@ -255,6 +273,7 @@ class Reloader:
         if not (added or removed or changed):
             log.info("watches.yaml reloaded: no change")
             return
+        dropped = dropped_finalizers(self._watches, new)
         self._watches = new
         self._on_watches(new)
         for gvk in removed:
@@ -266,6 +285,14 @@ class Reloader:
         for watch in added:
             log.info("started watching %s", watch.gvk)
             await self._manager.add(watch)
+        for gvk, finalizer in dropped:
+            # Nothing would ever remove it: CRs being deleted would hang for ever. A watch
+            # that stays says it wants no such finalizer; a removed one may come back and
+            # find its other CRs as they were.
+            await self._manager.release_finalizer(gvk, finalizer, only_deleting=gvk in removed)
+        for watch in (*changed, *added):
+            if (warning := spec_template_warning(watch)) is not None:
+                log.warning("%s", warning)
 
     async def _files_changed(self, files: set[Path]) -> None:
         targets: set[GVK] = set()

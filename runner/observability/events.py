@@ -21,6 +21,7 @@ from typing import Any
 
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, NotFound
+from runner.redact import redact_message
 from runner.structs import GVK
 
 log = logging.getLogger("ansible-operator.events")
@@ -43,7 +44,7 @@ class EventRecorder:
 
     async def record(self, obj: Mapping[str, Any], *, type: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}
-        message = message[:_MESSAGE_LIMIT]
+        message = redact_message(message, _MESSAGE_LIMIT)
         key = (str(meta.get("uid") or ""), type, reason, message)
         now = _now()
         try:

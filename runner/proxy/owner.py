@@ -34,10 +34,10 @@ __all__ = [
     "PRIMARY_RESOURCE_ANNOTATION",
     "PRIMARY_RESOURCE_TYPE_ANNOTATION",
     "PROXY_CLUSTER",
-    "PROXY_PASSWORD",
     "PROXY_USER",
     "Injection",
     "Owner",
+    "basic_credentials",
     "decode_owner",
     "encode_owner",
     "group_kind",
@@ -53,7 +53,6 @@ PRIMARY_RESOURCE_TYPE_ANNOTATION: Final = "operator-sdk/primary-resource-type"
 
 PROXY_CLUSTER: Final = "proxy-server"
 PROXY_USER: Final = "admin/proxy-server"
-PROXY_PASSWORD: Final = "unused"
 
 # The JSON keys of the username, in the order Go's encoding/json writes them.
 _OWNER_KEYS: Final = ("apiVersion", "kind", "name", "uid", "Namespace")
@@ -184,8 +183,8 @@ def decode_owner(username: str) -> Owner | None:
     )
 
 
-def owner_from_basic_auth(header: str | None) -> Owner | None:
-    """The owner named by an `Authorization: Basic ...` header's username, if any."""
+def basic_credentials(header: str | None) -> tuple[str, str] | None:
+    """(username, password) of an `Authorization: Basic ...` header, or None."""
     if not header:
         return None
     scheme, _, credentials = header.strip().partition(" ")
@@ -198,10 +197,16 @@ def owner_from_basic_auth(header: str | None) -> Owner | None:
         text = raw.decode()
     except UnicodeDecodeError:
         return None
-    username, colon, _password = text.partition(":")
+    username, colon, password = text.partition(":")
     if not colon:
         return None
-    return decode_owner(username)
+    return username, password
+
+
+def owner_from_basic_auth(header: str | None) -> Owner | None:
+    """The owner named by an `Authorization: Basic ...` header's username, if any."""
+    credentials = basic_credentials(header)
+    return decode_owner(credentials[0]) if credentials is not None else None
 
 
 # --- injection ------------------------------------------------------------------------
@@ -317,14 +322,18 @@ def proxy_server(*, port: int, host: str = "localhost", user: str | None = None)
     return f"http://{user}@{host}:{port}" if user else f"http://{host}:{port}"
 
 
-def proxy_kubeconfig(owner: Owner, *, port: int, host: str = "localhost") -> dict[str, Any]:
+def proxy_kubeconfig(
+    owner: Owner, *, port: int, password: str, host: str = "localhost"
+) -> dict[str, Any]:
     """The kubeconfig a run for `owner` uses: the proxy, with the owner as its user.
 
     The same document the Go operator writes, except that the server follows the port the
-    proxy really listens on. The owner is both in the server URL (kubectl only sends Basic
-    auth when the URL has a user) and in the user entry (the Python client only reads it
-    from there). The context is `<namespace>/proxy-server`, which for a cluster-scoped
-    owner is `/proxy-server`, as in the original; it sets no default namespace.
+    proxy really listens on and the user's password is `password`, the proxy's secret
+    (`access.py`), where the original writes `unused`. The owner is both in the server URL
+    and in the user entry (the Python client only reads it from there); the secret only in
+    the user entry, which every client sends as Basic auth, so that it shows in no URL. The
+    context is `<namespace>/proxy-server`, which for a cluster-scoped owner is
+    `/proxy-server`, as in the original; it sets no default namespace.
     """
     username = encode_owner(owner)
     context = f"{owner.namespace}/{PROXY_CLUSTER}"
@@ -346,6 +355,6 @@ def proxy_kubeconfig(owner: Owner, *, port: int, host: str = "localhost") -> dic
         "current-context": context,
         "preferences": {},
         "users": [
-            {"name": PROXY_USER, "user": {"username": username, "password": PROXY_PASSWORD}},
+            {"name": PROXY_USER, "user": {"username": username, "password": password}},
         ],
     }

@@ -1,8 +1,11 @@
 """The API proxy: the Kubernetes endpoint every Ansible run talks to.
 
 Each run's kubeconfig points at this loopback server with the owning CR encoded as the
-basic-auth user name (`owner.py`). For every request the proxy:
+basic-auth user name (`owner.py`) and this process's secret as the password. For every
+request the proxy:
 
+0. refuses (403) a Host header that is not one of its own loopback names and (401) a
+   request without the secret (`access.py`);
 1. answers GET/LIST of kinds it watches from the informer cache (`X-Cache: HIT`) when
    it safely can (`_cacheable`) and the kind's informer has listed it (a kind's first
    read starts the informer and goes to the API server rather than wait for the list);
@@ -16,8 +19,8 @@ basic-auth user name (`owner.py`). For every request the proxy:
    across namespaces) to the new object, and once the API server accepted it, starts
    the dependent watch of its kind for the owner's watch.
 
-It binds to loopback only unless told otherwise: anyone who reaches it acts with the
-operator's credentials.
+It binds to loopback only unless told otherwise, and answers only requests carrying its
+secret: anyone who could use it would act with the operator's credentials.
 """
 
 from __future__ import annotations
@@ -29,15 +32,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from runner.errors import ProxyError
 from runner.k8s.client import APIResource, KubeClient
 from runner.k8s.errors import APIError
+from runner.proxy import access
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.filtering import filter_objects, list_body
-from runner.proxy.owner import Injection, Owner, inject_owner, owner_from_basic_auth, owners_of
+from runner.proxy.owner import (
+    Injection,
+    Owner,
+    inject_owner,
+    owner_from_basic_auth,
+    owners_of,
+    proxy_kubeconfig,
+)
 from runner.proxy.requestinfo import RequestInfo, parse_request
 from runner.structs import GVK, NamespacedName
 from runner.watches import Watch
@@ -53,6 +65,16 @@ _DROPPED_RESPONSE_HEADERS = frozenset(
     ("connection", "keep-alive", "content-length", "transfer-encoding", "content-encoding")
 )
 _READABLE = frozenset(("get", "list", "watch"))
+# The API server ends any request that is not long-running after its --request-timeout
+# (1 minute by default); an upstream that has not answered a little after that is dead
+# or stalled, and the run gets a 504 instead of hanging with it.
+REQUEST_TIMEOUT_SECONDS = 90.0
+_CONNECT_TIMEOUT_SECONDS = 15.0
+# A watch lasts as long as its client wants, but the server ends it after `timeoutSeconds`
+# (without one, after at most twice its --min-request-timeout of 30 minutes): a stream
+# silent for longer than that plus this grace comes from a dead upstream.
+WATCH_GRACE_SECONDS = 30
+_WATCH_MAX_SECONDS = 3600
 _CACHED_SUBRESOURCES = frozenset(("", "status"))
 
 
@@ -63,10 +85,14 @@ class ProxyStats:
     requests: int = 0
     cache_hits: int = 0
     injected: int = 0
+    refused: int = 0
 
 
 class ProxyServer:
-    """Serves the Kubernetes API to Ansible runs on `host:port` (port 0: a free one)."""
+    """Serves the Kubernetes API to Ansible runs on `host:port` (port 0: a free one).
+
+    `secret` is what runs must send as their Basic-auth password (`access.py`); a new
+    random one by default. Runs get it through `kubeconfig()`."""
 
     def __init__(
         self,
@@ -80,6 +106,8 @@ class ProxyServer:
         host: str = "127.0.0.1",
         port: int = 8888,
         allow_remote: bool = False,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+        secret: str | None = None,
     ) -> None:
         if not allow_remote and not _is_loopback(host):
             raise ProxyError(
@@ -92,8 +120,11 @@ class ProxyServer:
         self._cache = cache
         self._dependents = dependents
         self._inject = inject_owner_ref
+        self._request_timeout = request_timeout
         self._host = host
         self._requested_port = port
+        self.secret = secret or access.new_secret()
+        self._allowed_hosts: frozenset[str] = frozenset()
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.stats = ProxyStats()
@@ -121,8 +152,19 @@ class ProxyServer:
             ) from err
         self._runner = runner
         self.port = int(runner.addresses[0][1])
+        bound = () if _is_loopback(self._host) else (self._host,)
+        self._allowed_hosts = access.allowed_hosts(self.port, also=bound)
         log.info("API proxy listening on %s:%d", self._host, self.port)
         return self.port
+
+    def kubeconfig(self, owner: Owner) -> dict[str, Any]:
+        """The kubeconfig of a run for `owner`: this proxy, its secret, the owner."""
+        return proxy_kubeconfig(owner, port=self.port, password=self.secret)
+
+    def authorization(self) -> str:
+        """An Authorization header value the proxy accepts, naming no owner (for the
+        operator's own requests through it, e.g. the discovery at warm-up)."""
+        return access.basic_authorization("", self.secret)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -139,6 +181,10 @@ class ProxyServer:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.stats.requests += 1
+        refusal = self._refusal(request)
+        if refusal is not None:
+            self.stats.refused += 1
+            return refusal
         owner = owner_from_basic_auth(request.headers.get("Authorization"))
         info = parse_request(request.method, request.path, dict(request.query))
         resource = await self._resource(info)
@@ -166,6 +212,25 @@ class ProxyServer:
             self.stats.injected += 1
             self._register(resource, owner, injection, namespace=info.namespace)
         return response
+
+    def _refusal(self, request: web.Request) -> web.Response | None:
+        """The answer to a request that may not use the proxy, or None when it may."""
+        host = request.headers.get("Host")
+        if not access.host_allowed(host, self._allowed_hosts):
+            log.warning("API proxy: refused a request for host %r (not a loopback name)", host)
+            message = f"the API proxy answers only to its loopback names, not host {host!r}"
+            return web.json_response(_status_body(403, message), status=403)
+        if not access.secret_matches(request.headers.get("Authorization"), self.secret):
+            log.warning(
+                "API proxy: refused %s %s without the run credential", request.method, request.path
+            )
+            message = "the API proxy serves only the operator's Ansible runs (use their kubeconfig)"
+            return web.json_response(
+                _status_body(401, message),
+                status=401,
+                headers={"WWW-Authenticate": 'Basic realm="ansible-operator API proxy"'},
+            )
+        return None
 
     async def _resource(self, info: RequestInfo) -> APIResource | None:
         if not info.is_resource or not info.resource:
@@ -325,9 +390,13 @@ class ProxyServer:
                 query=list(request.query.items()),
                 headers=headers,
                 data=body,
+                timeout=upstream_timeout(info.verb, request.query, total=self._request_timeout),
             )
         except APIError as err:
             log.warning("API proxy: %s %s: %s", request.method, request.path, err)
+            if isinstance(err.__cause__, TimeoutError):
+                message = f"the API server did not answer within {self._request_timeout:g} s"
+                return web.json_response(_status_body(504, message), status=504)
             return web.json_response(_status_body(503, str(err)), status=503)
         try:
             response_headers = {
@@ -336,7 +405,13 @@ class ProxyServer:
                 if name.lower() not in _DROPPED_RESPONSE_HEADERS
             }
             if info.verb != "watch":
-                content = await upstream.read()
+                try:
+                    content = await upstream.read()
+                except (aiohttp.ClientError, OSError, TimeoutError) as err:
+                    reason = str(err) or type(err).__name__
+                    log.warning("API proxy: %s %s: %s", request.method, request.path, reason)
+                    message = f"no complete answer from the API server: {reason}"
+                    return web.json_response(_status_body(504, message), status=504)
                 if upstream.content_type == "application/json":
                     content = without_managed_fields(content)
                 return web.Response(status=upstream.status, body=content, headers=response_headers)
@@ -348,9 +423,28 @@ class ProxyServer:
                 await streamed.write_eof()
             except (ConnectionResetError, OSError):
                 log.debug("API proxy: the client of a watch went away")
+            except (aiohttp.ClientError, TimeoutError) as err:
+                # The client sees its watch end and watches again, as after a server close.
+                log.info("API proxy: watch %s ended: upstream %s", request.path, err or "silent")
             return streamed
         finally:
             upstream.release()
+
+
+def upstream_timeout(
+    verb: str, query: Mapping[str, str], *, total: float = REQUEST_TIMEOUT_SECONDS
+) -> aiohttp.ClientTimeout:
+    """How long the proxy waits on the API server for one forwarded request: `total` for
+    the whole of a request that is not a watch; for a watch, the quiet it may keep."""
+    connect = min(total, _CONNECT_TIMEOUT_SECONDS)
+    if verb != "watch":
+        return aiohttp.ClientTimeout(total=total, connect=connect)
+    try:
+        asked = int(query.get("timeoutSeconds", ""))
+    except ValueError:
+        asked = 0
+    seconds = asked if 0 < asked < _WATCH_MAX_SECONDS else _WATCH_MAX_SECONDS
+    return aiohttp.ClientTimeout(connect=connect, sock_read=seconds + WATCH_GRACE_SECONDS)
 
 
 def without_managed_fields(content: bytes) -> bytes:
@@ -387,13 +481,16 @@ def _cache_hit(body: Mapping[str, Any]) -> web.Response:
     )
 
 
+_REASONS = {401: "Unauthorized", 403: "Forbidden", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
 def _status_body(code: int, message: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Status",
         "status": "Failure",
         "message": message,
-        "reason": "ServiceUnavailable",
+        "reason": _REASONS.get(code, "InternalError"),
         "code": code,
     }
 

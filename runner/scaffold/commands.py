@@ -48,6 +48,27 @@ def _report(root: Path, written: list[str], verb: str) -> None:
     print(f"({len(written)} files in {root})")
 
 
+def tool_source() -> str:
+    """The checkout this ansible-operator runs from (an editable install, or the source
+    tree itself), for the new project's Makefile; "" when it runs from a built wheel."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    candidates = [Path(__file__).resolve().parents[2]]
+    try:
+        direct = metadata.distribution("ansible-operator").read_text("direct_url.json")
+        url = urlparse(str(json.loads(direct or "{}").get("url", "")))
+        if url.scheme == "file":
+            candidates.insert(0, Path(unquote(url.path)))
+    except (metadata.PackageNotFoundError, ValueError):
+        pass
+    for candidate in candidates:
+        if (candidate / "pyproject.toml").is_file() and (candidate / "runner").is_dir():
+            return str(candidate)
+    return ""
+
+
 def _cmd_init(args: argparse.Namespace) -> int:
     from runner.errors import ConfigError
     from runner.scaffold import generate, writer
@@ -67,7 +88,8 @@ def _cmd_init(args: argparse.Namespace) -> int:
             raise ConfigError(f"{err}; choose one with --project-name") from None
     else:
         name = validate_project_name(args.project_name)
-    written = writer.apply(root, generate.init_plan(domain=args.domain, project_name=name))
+    plan = generate.init_plan(domain=args.domain, project_name=name, tool_source=tool_source())
+    written = writer.apply(root, plan)
     _report(root, written, "wrote")
     print("next: ansible-operator create api --group GROUP --version v1alpha1 --kind Kind")
     return 0

@@ -151,7 +151,7 @@ def viewer_role(resource: Resource, *, project: str) -> str:
 
 
 def watch_entry_block(resource: Resource, *, playbook: bool) -> str:
-    entry: dict[str, str] = {
+    entry: dict[str, str | bool] = {
         "version": resource.version,
         "group": resource.full_group,
         "kind": resource.kind,
@@ -160,6 +160,9 @@ def watch_entry_block(resource: Resource, *, playbook: bool) -> str:
         entry["playbook"] = resource.playbook_file
     else:
         entry["role"] = resource.role_name
+    # Spec values reach the role as plain strings, never as templates (see
+    # docs/operating.md, "Security").
+    entry["markUnsafe"] = True
     return dump([entry], start=False)
 
 

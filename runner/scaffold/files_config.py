@@ -16,12 +16,19 @@ __all__ = [
     "ALL_VERBS",
     "HEALTH_PORT",
     "SCORECARD_IMAGE",
+    "TERMINATION_GRACE_SECONDS",
     "config_files",
     "manager_role",
     "rbac_kustomization",
 ]
 
 HEALTH_PORT = 6789
+RECONCILE_TIMEOUT = "30m"
+"""How long one Ansible run of a scaffolded operator may take before it is stopped."""
+TERMINATION_GRACE_SECONDS = 45
+"""The pod's terminationGracePeriodSeconds: the runtime's `--graceful-shutdown-timeout`
+(30 s, as in the Go operator) for runs in flight, then a margin to release the Lease and
+stop before the kubelet's SIGKILL."""
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 SCORECARD_IMAGE = "quay.io/operator-framework/scorecard-test:v1.42.0"
 _RBAC_API = "rbac.authorization.k8s.io"
@@ -101,6 +108,8 @@ def _manager(project: str) -> str:
             f"--leader-election-id={project}",
             "--metrics-bind-address=127.0.0.1:8080",
             f"--health-probe-bind-address=:{HEALTH_PORT}",
+            # No run may hang forever: one stuck on a dead endpoint would hold a worker.
+            f"--reconcile-timeout={RECONCILE_TIMEOUT}",
         ],
         "env": [
             {"name": "ANSIBLE_GATHERING", "value": "explicit"},
@@ -154,7 +163,7 @@ def _manager(project: str) -> str:
                     "containers": [container],
                     "volumes": [{"name": "tmp", "emptyDir": {}}],
                     "serviceAccountName": "controller-manager",
-                    "terminationGracePeriodSeconds": 30,
+                    "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
                 },
             },
         },

@@ -58,10 +58,19 @@ CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 # docker or podman
 CONTAINER_TOOL ?= docker
 
-# `ansible-operator` from PATH. `ansible-operator cluster kubectl` is a kubectl (with
-# kustomize built in) that talks to $KUBECONFIG when set, else to the local cluster.
-ANSIBLE_OPERATOR ?= ansible-operator
+# The ansible-operator command: from PATH, else bin/ansible-operator, a virtualenv that
+# `make ansible-operator` (a prerequisite of every target that needs the command) makes
+# by installing the ansible-operator checkout ANSIBLE_OPERATOR_SOURCE into it with pip.
+# `ansible-operator cluster kubectl` is a kubectl (with kustomize built in) that talks to
+# $KUBECONFIG when set, else to the local cluster.
+ANSIBLE_OPERATOR_SOURCE ?= @SOURCE@
+LOCALBIN ?= $(CURDIR)/bin
+PYTHON ?= python3
+ON_PATH := $(shell command -v ansible-operator 2>/dev/null)
+ANSIBLE_OPERATOR ?= $(or $(ON_PATH),$(LOCALBIN)/ansible-operator)
 KUBECTL ?= $(ANSIBLE_OPERATOR) cluster kubectl
+# `make run` serves metrics and health probes on loopback only; e.g. RUN_ARGS=--zap-devel
+RUN_ARGS ?= --metrics-bind-address=127.0.0.1:8443 --health-probe-bind-address=127.0.0.1:6789
 ignore-not-found ?= false
 HELP_LINE = {printf "  %-16s %s\\n", $$1, $$2}
 BUILD_IMG = $(CONTAINER_TOOL) build -t $(IMG) .
@@ -70,36 +79,54 @@ BUILD_IMG = $(CONTAINER_TOOL) build -t $(IMG) .
 help: ## list the targets
 \t@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '$(HELP_LINE)'
 
+.PHONY: ansible-operator
+ansible-operator: ## find ansible-operator: on PATH, else in bin/ (installed there once)
+\t@command -v $(firstword $(ANSIBLE_OPERATOR)) >/dev/null || \\
+\t  $(MAKE) --no-print-directory $(LOCALBIN)/ansible-operator
+
+$(LOCALBIN)/ansible-operator:
+\t@if [ ! -f "$(ANSIBLE_OPERATOR_SOURCE)/pyproject.toml" ]; then \\
+\t  echo "ansible-operator is not on PATH, and ANSIBLE_OPERATOR_SOURCE" \\
+\t    "('$(ANSIBLE_OPERATOR_SOURCE)') is no checkout of it. Put it on PATH (in a checkout:" \\
+\t    "make install-tool), or install it into bin/ with:" \\
+\t    "make ansible-operator ANSIBLE_OPERATOR_SOURCE=/path/to/checkout" >&2; \\
+\t  exit 1; fi
+\t@echo "ansible-operator is not on PATH: installing $(ANSIBLE_OPERATOR_SOURCE) into bin/venv"
+\t$(PYTHON) -m venv $(LOCALBIN)/venv
+\t$(LOCALBIN)/venv/bin/pip install --quiet --editable "$(ANSIBLE_OPERATOR_SOURCE)"
+\tln -sf venv/bin/ansible-operator $@
+
 .PHONY: run
-run: ## run the operator here, against $KUBECONFIG or else the local cluster
+run: ansible-operator ## run the operator here, against $KUBECONFIG or else the local cluster
 \tANSIBLE_ROLES_PATH="$(CURDIR)/roles" \\
 \tKUBECONFIG="$${KUBECONFIG:-$$($(ANSIBLE_OPERATOR) cluster kubeconfig)}" \\
-\t$(ANSIBLE_OPERATOR) run --watches-file ./watches.yaml
+\t$(ANSIBLE_OPERATOR) run --watches-file ./watches.yaml $(RUN_ARGS)
 
 .PHONY: cluster-up
-cluster-up: ## start the local Kubernetes control plane (built the first time, no Docker)
-\t$(ANSIBLE_OPERATOR) cluster up
+cluster-up: ansible-operator ## start the local control plane, unless KUBECONFIG is set
+\t@if [ -n "$$KUBECONFIG" ]; then echo "KUBECONFIG is set: using that cluster ($$KUBECONFIG)"; \\
+\telse $(ANSIBLE_OPERATOR) cluster up; fi
 
 .PHONY: cluster-down
-cluster-down: ## stop the local control plane
+cluster-down: ansible-operator ## stop the local control plane
 \t$(ANSIBLE_OPERATOR) cluster down
 
 .PHONY: install
-install: ## install the CRDs (config/crd) into the cluster
+install: ansible-operator ## install the CRDs (config/crd) into the cluster
 \t$(KUBECTL) apply -k config/crd
 
 .PHONY: uninstall
-uninstall: ## delete the CRDs (and so every custom resource) from the cluster
+uninstall: ansible-operator ## delete the CRDs (and so every custom resource) from the cluster
 \t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
 
 .PHONY: deploy
-deploy: ## deploy the operator (config/default) with image IMG into the cluster
+deploy: ansible-operator ## deploy the operator (config/default) with image IMG into the cluster
 \tsed -E -i.bak 's|^( *newName:).*|\\1 $(IMG)|' config/manager/kustomization.yaml
 \trm -f config/manager/kustomization.yaml.bak
 \t$(KUBECTL) apply -k config/default
 
 .PHONY: undeploy
-undeploy: ## delete everything `deploy` created
+undeploy: ansible-operator ## delete everything `deploy` created
 \t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
 
 .PHONY: docker-build
@@ -112,7 +139,7 @@ docker-push: ## push the operator image IMG
 \t$(CONTAINER_TOOL) push $(IMG)
 
 .PHONY: bundle
-bundle: ## generate bundle/ (CSV, CRDs, metadata) for VERSION and validate it
+bundle: ansible-operator ## generate bundle/ (CSV, CRDs, metadata) for VERSION and validate it
 \t$(ANSIBLE_OPERATOR) bundle generate --version $(VERSION) --channels $(CHANNELS) \\
 \t  --default-channel $(DEFAULT_CHANNEL) --image $(IMG) --output-dir bundle
 \t$(ANSIBLE_OPERATOR) bundle validate bundle
@@ -126,7 +153,7 @@ bundle-push: ## push the bundle image BUNDLE_IMG
 \t$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
 .PHONY: catalog
-catalog: ## add bundle/ to the file-based catalog in catalog/
+catalog: ansible-operator ## add bundle/ to the file-based catalog in catalog/
 \t$(ANSIBLE_OPERATOR) catalog generate --package @PROJECT@ --bundle bundle \\
 \t  --bundle-image $(BUNDLE_IMG) --channel $(DEFAULT_CHANNEL) \\
 \t  --output catalog $(if $(wildcard catalog),--from catalog)
@@ -196,8 +223,10 @@ def dockerfile(project_name: str) -> str:
     )
 
 
-def makefile(*, project_name: str, domain: str) -> str:
-    return _fill(_MAKEFILE, PROJECT=project_name, DOMAIN=domain)
+def makefile(*, project_name: str, domain: str, tool_source: str = "") -> str:
+    """`tool_source`: the ansible-operator checkout the Makefile installs into bin/ when
+    the command is not on PATH (empty: none known; the Makefile then says what to do)."""
+    return _fill(_MAKEFILE, PROJECT=project_name, DOMAIN=domain, SOURCE=tool_source)
 
 
 def requirements() -> str:

@@ -35,14 +35,22 @@ class Plan:
     update: dict[str, str] = field(default_factory=dict)
 
 
-def init_plan(*, domain: str, project_name: str, info: csvbase.CSVInfo | None = None) -> Plan:
-    """Every file of a new, empty project."""
+def init_plan(
+    *,
+    domain: str,
+    project_name: str,
+    info: csvbase.CSVInfo | None = None,
+    tool_source: str = "",
+) -> Plan:
+    """Every file of a new, empty project (`tool_source`: see files_project.makefile)."""
     validate_domain(domain)
     validate_project_name(project_name)
     project = Project(domain=domain, name=project_name)
     files = {
         PROJECT_FILE: render_project(project),
-        "Makefile": files_project.makefile(project_name=project_name, domain=domain),
+        "Makefile": files_project.makefile(
+            project_name=project_name, domain=domain, tool_source=tool_source
+        ),
         "Dockerfile": files_project.dockerfile(project_name),
         ".dockerignore": files_project.dockerignore(),
         ".gitignore": files_project.gitignore(),

@@ -18,6 +18,11 @@ One deliberate difference: when the original flips an existing condition to `Fal
 copying it (Successful at the start of a run, Running after a failure), the copy keeps
 the old `lastTransitionTime`; here a status change always stamps `now`.
 
+A message goes through `runner.redact.redact_message`: a failed task's message may quote
+a token, and may be megabytes long (a status write that large fails, leaving the CR
+`Running`); it is masked and capped to `runner.redact.MESSAGE_LIMIT` characters, keeping
+its end, where the error is.
+
 Nothing here mutates its inputs; every result is a fresh structure.
 """
 
@@ -28,6 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from runner.redact import redact_message
 
 __all__ = [
     "FAILURE",
@@ -217,7 +224,7 @@ def _new(
     if result is not None:
         cond["ansibleResult"] = result.to_dict()
     cond["reason"] = reason
-    cond["message"] = message
+    cond["message"] = redact_message(message)
     return cond
 
 

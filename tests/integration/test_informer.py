@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -180,6 +182,46 @@ async def test_relist_after_gone_emits_only_differences(
     assert new["spec"] == {"size": 2}
     assert old is not None and old["spec"] == {"size": 1}
     assert {o["metadata"]["name"] for o in informer.list()} == {"keep", "change", "new"}
+
+
+def expired(token: str) -> str:
+    """The same place in the list as `token`, at a revision the API server no longer has
+    (a continue token carries the list's revision and the key to start after)."""
+    state = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    state["rv"] = 1
+    return base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("=")
+
+
+async def test_an_expired_continue_token_relists_from_the_start(
+    kube: KubeClient, namespace: str, caplog: pytest.LogCaptureFixture, monkeypatch: Any
+) -> None:
+    names = [f"m{i}" for i in range(5)]
+    for name in names:
+        await kube.create(MEMCACHED, memcached(name), namespace=namespace)
+    # The second page of the first list asks to continue from a compacted revision, as a
+    # list whose pages are far apart in time does: the API server answers 410 Expired.
+    real = kube._json
+    forged: list[str] = []
+
+    async def with_an_expired_token(method: str, path: str, **options: Any) -> dict[str, Any]:
+        query = options.pop("query", None) or []
+        if not forged and any(key == "continue" for key, _ in query):
+            query = [(k, expired(v) if k == "continue" else v) for k, v in query]
+            forged.append(path)
+        return await real(method, path, query=query, **options)
+
+    monkeypatch.setattr(kube, "_json", with_an_expired_token)
+    caplog.set_level(logging.INFO, logger="ansible-operator.informer")
+    seen = Recorder()
+    informer = Informer(kube, MEMCACHED, namespaces=[namespace], on_event=seen, page_size=2)
+    async with running(informer):
+        pass
+    assert forged, "the list was not paginated"
+    relisted = [r.getMessage() for r in caplog.records if "relisting" in r.getMessage()]
+    assert any("410" in message and "Expired" in message for message in relisted), relisted
+    # Every object once, none twice, nothing missing: the relist started from scratch.
+    assert sorted(seen.names()) == [("ADDED", f"{namespace}/{name}") for name in names]
+    assert {o["metadata"]["name"] for o in informer.list()} == set(names)
 
 
 async def test_direct_relist_without_changes_is_silent(kube: KubeClient, namespace: str) -> None:

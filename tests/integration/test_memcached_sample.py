@@ -13,6 +13,7 @@ from support.operator import REPO, OperatorProcess, operator_running
 
 from runner.ansible.artifacts import latest_run, read_events
 from runner.ansible.inputs import private_data_dir
+from runner.ansible.rundir import process_dirs
 from runner.structs.gvk import GVK
 
 SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
@@ -64,7 +65,8 @@ def test_create_scale_delete(
 
     # A second run may follow the first (the Deployment controller annotates what the
     # role created); wait until one has ended and none is going on.
-    data_dir = private_data_dir(tmp_path / "runner", MEMCACHED, namespace, "memcached-sample")
+    (own,) = process_dirs(tmp_path / "runner")  # the operator's own run directory
+    data_dir = private_data_dir(own, MEMCACHED, namespace, "memcached-sample")
 
     def settled() -> dict[str, Any] | None:
         found = memcached_crd.get(name="memcached-sample", namespace=namespace)

@@ -254,7 +254,11 @@ def test_leader_election_failover(
 
 
 def test_secure_metrics_require_an_allowed_token(
-    start: Callable[..., OperatorProcess], kinds: dict[str, Any], kubeconfig: Path
+    start: Callable[..., OperatorProcess],
+    kinds: dict[str, Any],
+    kubeconfig: Path,
+    api_client: Any,
+    namespace: str,
 ) -> None:
     import ssl
 
@@ -289,6 +293,21 @@ def test_secure_metrics_require_an_allowed_token(
     wait_for(lambda: get(None) != 0, timeout=90, message="metrics served over HTTPS")
     assert get(None) == 401
     assert get("not-a-token") == 403
+    # A real token (it passes the TokenReview) of an account no RBAC rule lets read
+    # /metrics: the SubjectAccessReview denies it.
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "nobody"}})
+    issued = core.create_namespaced_service_account_token(
+        "nobody", namespace, {"spec": {"expirationSeconds": 600}}
+    )
+    denied = urllib.request.Request(url, headers={"Authorization": f"Bearer {issued.status.token}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(denied, timeout=10, context=insecure)
+    assert refused.value.code == 403
+    reason = refused.value.read().decode()
+    assert f"system:serviceaccount:{namespace}:nobody may not get /metrics" in reason
     admin = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
     assert get(admin) == 200
     assert proc.running()

@@ -1,10 +1,10 @@
-"""The API proxy in-process against the real API server: credentials, owner injection,
-the cache, streaming watches, dependent-watch registration, and where it may listen."""
+"""The API proxy in-process against the real API server: who may use it, credentials,
+owner injection, the cache, streaming watches, dependent-watch registration, and where it
+may listen."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import socket
@@ -21,6 +21,7 @@ import yaml
 
 from runner.errors import ProxyError
 from runner.k8s.client import KubeClient
+from runner.proxy.access import basic_authorization
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import (
@@ -45,6 +46,11 @@ class Proxy:
     cache: InformerCache
     dependents: DependentWatches
     enqueued: list[tuple[GVK, NamespacedName]] = field(default_factory=list)
+
+    def auth(self, owner: Owner | None = None) -> dict[str, str]:
+        """The Authorization a run's kubeconfig makes its client send (for `owner`)."""
+        username = encode_owner(owner) if owner is not None else ""
+        return {"Authorization": basic_authorization(username, self.server.secret)}
 
 
 @pytest.fixture
@@ -90,11 +96,6 @@ async def owner(kube: KubeClient, namespace: str) -> Owner:
     )
 
 
-def basic(owner: Owner) -> dict[str, str]:
-    token = base64.b64encode(f"{encode_owner(owner)}:unused".encode()).decode()
-    return {"Authorization": f"Basic {token}"}
-
-
 def configmap(name: str, **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -118,22 +119,90 @@ async def request(
 async def test_client_credentials_are_replaced_by_the_operators(
     start_proxy: Callable[..., Any], kubeconfig: Path, namespace: str
 ) -> None:
-    bogus = {"Authorization": "Bearer not-a-valid-token"}
+    proxy = await start_proxy()
+    ours = proxy.auth()
     config = yaml.safe_load(kubeconfig.read_text())
     server = config["clusters"][0]["cluster"]["server"]
     async with (
         aiohttp.ClientSession() as session,
-        session.get(f"{server}/api/v1/namespaces/{namespace}", headers=bogus, ssl=False) as direct,
+        session.get(f"{server}/api/v1/namespaces/{namespace}", headers=ours, ssl=False) as direct,
     ):
-        assert direct.status == 401  # the token really is refused by the API server
+        # The run's credential means nothing to the API server (anonymous: 401 or 403).
+        assert direct.status in (401, 403)
 
-    proxy = await start_proxy()
     status, _, body = await request(
-        "GET", f"{proxy.url}/api/v1/namespaces/{namespace}", headers=bogus
+        "GET", f"{proxy.url}/api/v1/namespaces/{namespace}", headers=ours
     )
     assert status == 200
     assert body["metadata"]["name"] == namespace
     assert "managedFields" not in body["metadata"]  # hidden, like the cached objects
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        pytest.param(None, id="no-credential"),
+        pytest.param("go-operator-password", id="wrong-credential"),
+        pytest.param("bearer", id="bearer-instead-of-basic"),
+    ],
+)
+async def test_requests_without_the_run_credential_get_401(
+    start_proxy: Callable[..., Any], owner: Owner, namespace: str, authorization: str | None
+) -> None:
+    proxy = await start_proxy()
+    headers = {}
+    if authorization == "go-operator-password":
+        headers = {"Authorization": basic_authorization(encode_owner(owner), "unused")}
+    elif authorization == "bearer":
+        headers = {"Authorization": f"Bearer {proxy.server.secret}"}
+    base = f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps"
+    for method, url, body in (
+        ("GET", f"{proxy.url}/api/v1/namespaces/{namespace}", None),
+        ("GET", base, None),
+        ("POST", base, configmap("intruder")),
+        ("GET", f"{proxy.url}/version", None),
+    ):
+        status, response_headers, answer = await request(method, url, headers=headers, body=body)
+        assert status == 401, (method, url, answer)
+        assert answer["kind"] == "Status" and answer["reason"] == "Unauthorized"
+        assert response_headers["WWW-Authenticate"].startswith("Basic")
+    assert proxy.server.stats.refused == 4
+    assert proxy.server.stats.injected == 0
+    # Nothing was created on the intruder's behalf.
+    status, _, listed = await request("GET", base, headers=proxy.auth(owner))
+    assert status == 200
+    assert "intruder" not in [item["metadata"]["name"] for item in listed["items"]]
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        pytest.param("attacker.example:{port}", False, id="rebound-dns-name"),
+        pytest.param("attacker.example", False, id="rebound-dns-name-no-port"),
+        pytest.param("127.0.0.1:1", False, id="other-port"),
+        pytest.param("localhost.attacker.example:{port}", False, id="lookalike"),
+        pytest.param("127.0.0.1:{port}", True, id="ipv4"),
+        pytest.param("localhost:{port}", True, id="localhost"),
+        pytest.param("[::1]:{port}", True, id="ipv6"),
+    ],
+)
+async def test_foreign_host_headers_are_refused(
+    start_proxy: Callable[..., Any], namespace: str, host: str, allowed: bool
+) -> None:
+    """A web page whose DNS name was rebound to 127.0.0.1 sends its own name as Host: it
+    gets nothing, even with the right credential."""
+    proxy = await start_proxy()
+    headers = {**proxy.auth(), "Host": host.format(port=proxy.server.port)}
+    status, _, body = await request(
+        "GET", f"{proxy.url}/api/v1/namespaces/{namespace}", headers=headers
+    )
+    if allowed:
+        assert status == 200, body
+        assert body["metadata"]["name"] == namespace
+    else:
+        assert status == 403, body
+        assert body["reason"] == "Forbidden"
+        assert proxy.server.stats.refused == 1
 
 
 async def test_create_gets_an_owner_reference_and_starts_a_dependent_watch(
@@ -143,7 +212,7 @@ async def test_create_gets_an_owner_reference_and_starts_a_dependent_watch(
     status, _, created = await request(
         "POST",
         f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps",
-        headers=basic(owner),
+        headers=proxy.auth(owner),
         body=configmap("owned"),
     )
     assert status == 201, created
@@ -160,7 +229,10 @@ async def test_create_gets_an_owner_reference_and_starts_a_dependent_watch(
 
     # Without an owner identity the request is still served, untouched.
     status, _, plain = await request(
-        "POST", f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps", body=configmap("plain")
+        "POST",
+        f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps",
+        headers=proxy.auth(),
+        body=configmap("plain"),
     )
     assert status == 201
     assert "ownerReferences" not in plain["metadata"]
@@ -179,7 +251,7 @@ async def test_cross_namespace_create_gets_annotations(
         status, _, created = await request(
             "POST",
             f"{proxy.url}/api/v1/namespaces/{other}/configmaps",
-            headers=basic(owner),
+            headers=proxy.auth(owner),
             body=configmap("remote"),
         )
         assert status == 201, created
@@ -208,12 +280,12 @@ async def test_reads_of_watched_kinds_come_from_the_cache(
     base = f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps"
     for name, tier in (("a", "web"), ("b", "db")):
         status, _, _ = await request(
-            "POST", base, headers=basic(owner), body=configmap(name, tier=tier)
+            "POST", base, headers=proxy.auth(owner), body=configmap(name, tier=tier)
         )
         assert status == 201
 
     async def cached_get() -> dict[str, Any] | None:
-        status, headers, body = await request("GET", f"{base}/a", headers=basic(owner))
+        status, headers, body = await request("GET", f"{base}/a", headers=proxy.auth(owner))
         assert status == 200
         return body if headers.get("X-Cache") == "HIT" else None
 
@@ -221,20 +293,22 @@ async def test_reads_of_watched_kinds_come_from_the_cache(
     assert body["metadata"]["name"] == "a"
     assert body["kind"] == "ConfigMap"
 
-    status, headers, listed = await request("GET", f"{base}?labelSelector=tier%3Dweb")
+    status, headers, listed = await request(
+        "GET", f"{base}?labelSelector=tier%3Dweb", headers=proxy.auth()
+    )
     assert status == 200
     assert headers.get("X-Cache") == "HIT"
     assert listed["kind"] == "ConfigMapList"
     assert [item["metadata"]["name"] for item in listed["items"]] == ["a"]
 
     # A missing object is not a cached 404: the API server answers.
-    status, headers, _ = await request("GET", f"{base}/missing")
+    status, headers, _ = await request("GET", f"{base}/missing", headers=proxy.auth())
     assert status == 404
     assert "X-Cache" not in headers
 
     # Blacklisted kinds are never served from the cache.
     status, headers, _ = await request(
-        "GET", f"{proxy.url}/api/v1/namespaces/{namespace}/secrets", headers=basic(owner)
+        "GET", f"{proxy.url}/api/v1/namespaces/{namespace}/secrets", headers=proxy.auth(owner)
     )
     assert status == 200
     assert "X-Cache" not in headers
@@ -248,7 +322,7 @@ async def test_dependent_updates_that_matter_enqueue_the_owner(
     status, _, _ = await request(
         "POST",
         f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps",
-        headers=basic(owner),
+        headers=proxy.auth(owner),
         body=configmap("watched"),
     )
     assert status == 201
@@ -270,7 +344,10 @@ async def test_watch_requests_are_streamed(
     proxy = await start_proxy()
     url = f"{proxy.url}/api/v1/namespaces/{namespace}/configmaps?watch=true&timeoutSeconds=5"
     events: list[dict[str, Any]] = []
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers=proxy.auth(owner)) as response,
+    ):
         assert response.status == 200
         obj = configmap("streamed")
         obj["metadata"]["namespace"] = namespace
@@ -332,7 +409,7 @@ import json, sys
 from runner.ansible.hooks import kubemodules
 kubemodules.install()
 kinds = [("v1", "ConfigMap"), ("apps/v1", "Deployment")]
-print(json.dumps(kubemodules.discover(sys.argv[1], kinds)))
+print(json.dumps(kubemodules.discover(sys.argv[1], kinds, authorization=sys.argv[2])))
 """
 )
 
@@ -370,7 +447,8 @@ async def test_discovery_at_warm_up_fills_the_caches_every_owner_reads(
     `kubernetes.core` and `operator_sdk.util`; a module of any owner then finds what it
     looks up there and asks the API nothing."""
     proxy = await start_proxy()
-    assert json.loads(await python("-c", DISCOVER, proxy.url, tmp=tmp_path)) == []
+    authorization = proxy.auth()["Authorization"]
+    assert json.loads(await python("-c", DISCOVER, proxy.url, authorization, tmp=tmp_path)) == []
     names = sorted(path.name.split("-")[0] for path in tmp_path.iterdir())
     assert names == ["k8srcp", "osrcp"]
     for path in tmp_path.iterdir():

@@ -148,3 +148,81 @@ def test_live_reload(
     finally:
         proc.stop()
         print(proc.log()[-5000:])
+
+
+CLEANUP = f"{GROUP}/cleanup"
+
+
+def test_a_dropped_finalizer_never_leaves_a_cr_terminating(
+    dyn: Any, kubeconfig: Path, tmp_path: Path, namespace: str
+) -> None:
+    """Live reload drops a finalizer (the watch stays) and a whole watch while CRs of
+    each are being deleted and their finalizer role keeps failing: those CRs are released
+    and go; the watch that stays releases all its CRs; the removed watch's other CRs keep
+    the finalizer, for the watch to come back."""
+    kinds = {kind: install_crd(dyn, crd(group=GROUP, kind=kind)) for kind in ("Kept", "Gone")}
+    finalizer = {"name": CLEANUP, "role": "refuse"}
+    roles = {
+        "r": "- ansible.builtin.debug:\n    msg: reconciled\n",
+        "refuse": "- ansible.builtin.fail:\n    msg: cleanup refused\n",
+    }
+    watches = [entry("Kept", finalizer=finalizer), entry("Gone", finalizer=finalizer)]
+    project = write_project(tmp_path / "project", watches=watches, roles=roles)
+    proc = OperatorProcess(
+        project,
+        kubeconfig=kubeconfig,
+        log=tmp_path / "op.log",
+        args=["--reload"],
+        env={"WATCH_NAMESPACE": namespace},
+    )
+
+    def finalizers(kind: str, name: str) -> list[str] | None:
+        try:
+            obj = kinds[kind].get(name=name, namespace=namespace)
+        except NotFoundError:
+            return None
+        return list(obj.metadata.finalizers or [])
+
+    try:
+        wait_for(lambda: "live reload on" in proc.log(), timeout=90, message="reload started")
+        for kind in kinds:
+            for name in ("doomed", "staying"):
+                body = {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}}
+                kinds[kind].create(body={**body, "spec": {}}, namespace=namespace)
+        for kind in kinds:
+            for name in ("doomed", "staying"):
+                wait_for(
+                    lambda k=kind, n=name: condition(
+                        kinds[k].get(name=n, namespace=namespace), "Successful"
+                    ),
+                    timeout=90,
+                    message=f"{kind} {name} Successful with its finalizer",
+                )
+                assert finalizers(kind, name) == [CLEANUP]
+            kinds[kind].delete(name="doomed", namespace=namespace)
+        for kind in kinds:
+            wait_for(
+                lambda k=kind: (
+                    (c := condition(kinds[k].get(name="doomed", namespace=namespace), "Failure"))
+                    and c["status"] == "True"
+                ),
+                timeout=90,
+                message=f"{kind} doomed: the finalizer role failed",
+            )
+        assert finalizers("Kept", "doomed") == [CLEANUP], "stuck Terminating before the edit"
+
+        (project / "watches.yaml").write_text(yaml.safe_dump([entry("Kept")], sort_keys=False))
+
+        for kind in kinds:
+            wait_for(
+                lambda k=kind: finalizers(k, "doomed") is None,
+                timeout=60,
+                message=f"{kind} doomed deleted",
+            )
+        wait_for(lambda: finalizers("Kept", "staying") == [], timeout=30, message="released")
+        assert finalizers("Gone", "staying") == [CLEANUP]
+        assert "removed finalizer" in proc.log()
+        assert proc.running()
+    finally:
+        proc.stop()
+        print(proc.log()[-5000:])

@@ -121,7 +121,11 @@ class OperatorProcess:
         log: Path,
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
+        python: str | None = None,
     ) -> None:
+        """`prefix`: a command that runs the operator, e.g. in its own mount namespace;
+        `python`: the interpreter whose `runner.cli` runs (default: this one)."""
         self.project = project
         self.log_path = log
         # Temporary files (the zygote's store, Ansible's discovery cache) stay under the
@@ -138,7 +142,8 @@ class OperatorProcess:
         if "WATCH_NAMESPACE" not in (env or {}):
             environ.pop("WATCH_NAMESPACE", None)  # the tests' own setting must not leak in
         command = [
-            sys.executable,
+            *(prefix or []),
+            python or sys.executable,
             "-m",
             "runner.cli",
             "run",

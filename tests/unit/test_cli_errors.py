@@ -316,6 +316,10 @@ CASES = [
         "argument --limit: invalid int value: 'x'",
         id="history-limit",
     ),
+    pytest.param(
+        ["completion", "tcsh"], {}, "argument SHELL: invalid choice: 'tcsh'", id="completion"
+    ),
+    pytest.param(["completion"], {}, "the following arguments are required: SHELL", id="shell"),
     pytest.param(["vars", "missing.yaml"], {}, "missing.yaml", id="vars-missing-cr"),
     pytest.param(["vars", "invalid.yaml"], {}, "invalid.yaml", id="vars-invalid-cr"),
     pytest.param(["vars", "other-cr.yaml"], {}, "Thing", id="vars-unwatched-kind"),

@@ -21,6 +21,7 @@ from runner.watches import (
     load,
     parse,
     role_candidates,
+    spec_template_warning,
 )
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -86,6 +87,7 @@ def test_minimal_entry_gets_every_default(project: Path) -> None:
         finalizer=None,
         max_concurrent_reconciles=1,
         ansible_verbosity=2,
+        reconcile_timeout=0.0,
         ignored_keys=(),
     )
 
@@ -107,6 +109,7 @@ def test_minimal_entry_gets_every_default(project: Path) -> None:
         pytest.param("finalizer", None, id="finalizer"),
         pytest.param("max_concurrent_reconciles", 1, id="maxConcurrentReconciles"),
         pytest.param("ansible_verbosity", 2, id="ansibleVerbosity"),
+        pytest.param("reconcile_timeout", 0.0, id="reconcileTimeout-off"),
     ],
 )
 def test_defaults_match_the_spec(project: Path, attribute: str, default: object) -> None:
@@ -533,6 +536,28 @@ def test_per_watch_environment_overrides(
     assert (watch.max_concurrent_reconciles, watch.ansible_verbosity) == (workers, verbosity)
 
 
+TIMEOUT = "RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM"
+
+
+@pytest.mark.parametrize(
+    ("environ", "default", "seconds"),
+    [
+        pytest.param({}, 0.0, 0.0, id="off-by-default"),
+        pytest.param({}, 600.0, 600.0, id="flag-default"),
+        pytest.param({TIMEOUT: "90s"}, 0.0, 90.0, id="watch-sets-one"),
+        pytest.param({TIMEOUT: "1m30s"}, 600.0, 90.0, id="watch-wins-over-flag"),
+        pytest.param({TIMEOUT: "0"}, 600.0, 0.0, id="zero-turns-it-off"),
+        pytest.param({TIMEOUT: " "}, 600.0, 600.0, id="blank"),
+        pytest.param({"RECONCILE_TIMEOUT_OTHER_CACHE_EXAMPLE_COM": "1s"}, 0.0, 0.0, id="other"),
+    ],
+)
+def test_reconcile_timeout_per_watch(
+    project: Path, environ: dict[str, str], default: float, seconds: float
+) -> None:
+    watch = parse_one(ENTRY, project, environ=environ, default_reconcile_timeout=default)
+    assert watch.reconcile_timeout == seconds
+
+
 def test_core_group_override_uses_trailing_underscore(project: Path) -> None:
     text = "- {version: v1, kind: Secret, role: memcached}\n"
     environ = {"MAX_CONCURRENT_RECONCILES_SECRET_": "7", "ANSIBLE_VERBOSITY_SECRET_": "1"}
@@ -925,6 +950,19 @@ ERRORS = [
         environ={"ANSIBLE_VERBOSITY_MEMCACHED_CACHE_EXAMPLE_COM": "high"},
     ),
     case(
+        "reconcile-timeout-not-a-duration",
+        ENTRY,
+        HEADER + "environment variable RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM: ",
+        'invalid duration "soon"',
+        environ={"RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM": "soon"},
+    ),
+    case(
+        "reconcile-timeout-negative",
+        ENTRY,
+        "expected a duration of 0 or more, got '-5s'",
+        environ={"RECONCILE_TIMEOUT_MEMCACHED_CACHE_EXAMPLE_COM": "-5s"},
+    ),
+    case(
         "workers-not-integer",
         ENTRY,
         HEADER + WORKERS + "expected an integer, got '4.5'",
@@ -1032,3 +1070,13 @@ def test_load_passes_search_paths_and_defaults(tmp_path: Path) -> None:
     )
     assert watch.role == tmp_path / "shared" / "r"
     assert (watch.reconcile_period, watch.ansible_verbosity) == (30.0, 5)
+
+
+def test_a_watch_that_renders_spec_values_gets_a_warning(project: Path) -> None:
+    rendering = parse_one(entry(), project)
+    warning = spec_template_warning(rendering)
+    assert warning is not None
+    assert "cache.example.com/v1alpha1, Kind=Memcached" in warning  # which watch
+    assert "run commands as the operator" in warning  # why
+    assert "markUnsafe: true" in warning  # how to turn it off
+    assert spec_template_warning(parse_one(entry("markUnsafe: true"), project)) is None

@@ -49,10 +49,11 @@ def warm(module_fqns: Sequence[str]) -> None:
             continue
 
 
-def discover(url: str, kinds: Sequence[tuple[str, str]]) -> list[str]:
+def discover(url: str, kinds: Sequence[tuple[str, str]], *, authorization: str = "") -> list[str]:
     """Look up `kinds` ((apiVersion, kind)) at the API `url` the way `kubernetes.core` and
     `operator_sdk.util` modules do, filling the discovery caches they read (see the
-    docstring); returns what went wrong (best effort). No connection is left open."""
+    docstring); returns what went wrong (best effort). `authorization` is sent as the
+    Authorization header (what the proxy requires). No connection is left open."""
     from kubernetes import client
 
     errors: list[str] = []
@@ -65,6 +66,8 @@ def discover(url: str, kinds: Sequence[tuple[str, str]]) -> list[str]:
         ):
             configuration: Any = client.Configuration()
             configuration.host = url
+            if authorization:
+                configuration.api_key = {"authorization": authorization}
             api: Any = client.ApiClient(configuration)
             try:
                 resolve = resolver(api, url)

@@ -10,6 +10,7 @@ import pytest
 from ansible.executor import module_common
 
 from runner.ansible.fastwire import (
+    DISCOVER_AUTHORIZATION_ENV,
     MAX_MESSAGE,
     PER_RUN_ENV,
     Discovery,
@@ -209,16 +210,22 @@ def test_exit_code(status: int, expected: int | None) -> None:
         assert os.waitstatus_to_exitcode(status) == expected
 
 
-def test_discovery_round_trips_through_the_zygote_command_line() -> None:
+def test_discovery_round_trips_through_the_zygote_command_line_and_environment() -> None:
     discovery = Discovery(
         url="http://localhost:8888",
         kinds=(("v1", "ConfigMap"), ("cache.example.com/v1alpha1", "Memcached")),
+        authorization="Basic OnNlY3JldA==",
     )
     argv = discovery.argv()
     urls = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--discover-url"]
     kinds = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--discover-kind"]
-    assert Discovery.from_argv(urls[0], kinds) == discovery
+    # The proxy's credential is never on a command line (any local user can read those).
+    assert not any("OnNlY3JldA" in arg for arg in argv)
+    assert "OnNlY3JldA" not in repr(discovery)
+    authorization = discovery.env()[DISCOVER_AUTHORIZATION_ENV]
+    assert Discovery.from_argv(urls[0], kinds, authorization=authorization) == discovery
     assert Discovery.from_argv(None, kinds) is None
+    assert Discovery(url="http://localhost:1", kinds=()).env() == {}
 
 
 @pytest.mark.parametrize("kind", ["ConfigMap", ":ConfigMap", "v1:"])

@@ -23,8 +23,9 @@ from runner.ansible.history import (
     summarize_events,
     summarize_run,
 )
+from runner.ansible.rundir import process_dirs
 from runner.cli import main
-from runner.history import format_duration
+from runner.history import find_cr, format_duration
 
 TOKEN = "planted-secret-token-93ad"
 T0 = 1_800_000_000.0
@@ -109,10 +110,13 @@ def make_data_dir(base: Path, relative: str) -> Path:
     return path
 
 
-@pytest.fixture
-def base(tmp_path: Path) -> Path:
+@pytest.fixture(params=["process-directory", "flat"])
+def base(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """Runs in an operator process's own directory (`<base>/operator-*/`), or directly in
+    the base (an older version's layout, or --runner-dir naming a process's directory)."""
     base = tmp_path / "runner"
-    data_dir = make_data_dir(base, "cache.example.com/v1alpha1/Memcached/default/web")
+    own = base / "operator-x1y2" if request.param == "process-directory" else base
+    data_dir = make_data_dir(own, "cache.example.com/v1alpha1/Memcached/default/web")
     write_run(data_dir, "111", SUCCESS, started=T0, stdout="PLAY [first]\n")
     write_run(
         data_dir, "222", FAILURE, started=T0 + 60, seconds=75, status="failed", rc=2,
@@ -120,6 +124,11 @@ def base(tmp_path: Path) -> Path:
     )  # fmt: skip
     link_latest(data_dir, "222")
     return base
+
+
+def runs_root(base: Path) -> Path:
+    """Where the `base` fixture's runs are: its process directory, or itself."""
+    return next(iter(process_dirs(base)), base)
 
 
 # -- pure parts -----------------------------------------------------------------------
@@ -285,6 +294,16 @@ def test_cr_dirs_and_summarize_run(base: Path) -> None:
 # -- the commands ---------------------------------------------------------------------
 
 
+def test_history_spans_the_directories_of_several_operator_processes(tmp_path: Path) -> None:
+    base = tmp_path / "runner"
+    relative = "cache.example.com/v1alpha1/Memcached/default/web"
+    write_run(make_data_dir(base / "operator-old", relative), "111", SUCCESS, started=T0)
+    write_run(make_data_dir(base / "operator-new", relative), "222", SUCCESS, started=T0 + 60)
+    cr, runs = find_cr(base, Target(kind="memcached", group=None, name="web"))
+    assert cr.name == "web"
+    assert [run.ident for run in runs] == ["222", "111"]
+
+
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()
@@ -359,13 +378,13 @@ def test_history_missing_runner_dir(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_history_ambiguous_namespace_and_kind(
     base: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    other = make_data_dir(base, "cache.example.com/v1alpha1/Memcached/prod/web")
+    other = make_data_dir(runs_root(base), "cache.example.com/v1alpha1/Memcached/prod/web")
     write_run(other, "333", SUCCESS, started=T0)
     code, _, err = run_cli(capsys, "history", "--runner-dir", str(base), "memcached/web")
     assert code == 1
     assert "memcached web exists in several namespaces (default, prod): pick --namespace" in err
 
-    elsewhere = make_data_dir(base, "other.io/v1/Memcached/default/web")
+    elsewhere = make_data_dir(runs_root(base), "other.io/v1/Memcached/default/web")
     write_run(elsewhere, "444", SUCCESS, started=T0)
     code, _, err = run_cli(
         capsys, "history", "--runner-dir", str(base), "-n", "default", "memcached/web"
@@ -379,7 +398,7 @@ def test_history_ambiguous_namespace_and_kind(
 
 
 def test_history_merges_api_versions(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    newer = make_data_dir(base, "cache.example.com/v1beta1/Memcached/default/web")
+    newer = make_data_dir(runs_root(base), "cache.example.com/v1beta1/Memcached/default/web")
     write_run(newer, "999", SUCCESS, started=T0 + 3600)
     code, out, _ = run_cli(capsys, "history", "--runner-dir", str(base), "memcached/web")
     assert code == 0

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.engine.reload import affected, check_yaml, diff, is_ignored, watched_roots
+from runner.engine.reload import (
+    affected,
+    check_yaml,
+    diff,
+    dropped_finalizers,
+    is_ignored,
+    watched_roots,
+)
 from runner.structs import GVK
 from runner.watches import Finalizer, Watch
 
@@ -62,6 +69,28 @@ def test_diff_by_gvk() -> None:
     assert removed == [B]
     assert [w.gvk for w in changed] == [A]
     assert diff(WATCHES, WATCHES) == ([], [], [])
+
+
+@pytest.mark.parametrize(
+    ("new", "dropped"),
+    [
+        pytest.param(WATCHES, [], id="unchanged"),
+        pytest.param((WATCHES[1],), [(A, "f")], id="watch-removed"),
+        pytest.param((Watch(gvk=A, role=ROLE_A), WATCHES[1]), [(A, "f")], id="finalizer-removed"),
+        pytest.param(
+            (Watch(gvk=A, role=ROLE_A, finalizer=Finalizer(name="g")), WATCHES[1]),
+            [(A, "f")],
+            id="finalizer-renamed",
+        ),
+        pytest.param(
+            (Watch(gvk=A, role=Path("/p/roles/other"), finalizer=Finalizer(name="f")),),
+            [],
+            id="same-name-other-role",
+        ),
+    ],
+)
+def test_dropped_finalizers(new: tuple[Watch, ...], dropped: list[tuple[GVK, str]]) -> None:
+    assert dropped_finalizers(WATCHES, new) == dropped
 
 
 def test_check_yaml_names_file_and_line(tmp_path: Path) -> None:

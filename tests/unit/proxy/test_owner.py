@@ -727,7 +727,7 @@ def test_owners_of(
 
 def test_proxy_kubeconfig_namespaced_owner() -> None:
     username = encode_owner(OWNER)
-    assert proxy_kubeconfig(OWNER, port=8888) == {
+    assert proxy_kubeconfig(OWNER, port=8888, password="s3cret") == {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
@@ -748,7 +748,7 @@ def test_proxy_kubeconfig_namespaced_owner() -> None:
         "current-context": "ns/proxy-server",
         "preferences": {},
         "users": [
-            {"name": "admin/proxy-server", "user": {"username": username, "password": "unused"}}
+            {"name": "admin/proxy-server", "user": {"username": username, "password": "s3cret"}}
         ],
     }
 
@@ -768,7 +768,7 @@ def test_proxy_kubeconfig_namespaced_owner() -> None:
 def test_proxy_kubeconfig_follows_port_and_host(
     owner: Owner, port: int, host: str, server: str, context: str
 ) -> None:
-    config = proxy_kubeconfig(owner, port=port, host=host)
+    config = proxy_kubeconfig(owner, port=port, host=host, password="s3cret")
     assert config["clusters"][0]["cluster"]["server"] == f"http://{encode_owner(owner)}@{server}"
     assert config["current-context"] == context
     assert config["contexts"][0]["name"] == context
@@ -794,7 +794,7 @@ def test_python_kubernetes_client_sends_owner_as_basic_auth(owner: Owner, tmp_pa
     """The client kubernetes.core uses reads the file and authenticates as the owner."""
     kubernetes = pytest.importorskip("kubernetes")
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(proxy_kubeconfig(owner, port=43210)))
+    path.write_text(yaml.safe_dump(proxy_kubeconfig(owner, port=43210, password="s3cret")))
 
     api = kubernetes.config.new_client_from_config(config_file=str(path))
     assert api.configuration.host == f"http://{encode_owner(owner)}@localhost:43210"
@@ -827,9 +827,10 @@ def test_python_kubernetes_client_sends_owner_as_basic_auth(owner: Owner, tmp_pa
     assert owner_from_basic_auth(headers["authorization"]) == owner
     scheme, credentials = headers["authorization"].split()
     assert scheme == "Basic"
-    assert base64.b64decode(credentials).decode() == f"{encode_owner(owner)}:unused"
+    assert base64.b64decode(credentials).decode() == f"{encode_owner(owner)}:s3cret"
+    assert "s3cret" not in sent["url"]  # the secret is in no URL (error messages show them)
 
 
 def test_kubeconfig_survives_yaml_round_trip() -> None:
-    config = proxy_kubeconfig(CLUSTER_OWNER, port=1)
+    config = proxy_kubeconfig(CLUSTER_OWNER, port=1, password="s3cret")
     assert yaml.safe_load(yaml.safe_dump(config)) == config

@@ -121,11 +121,13 @@ def test_sample_and_role() -> None:
 @pytest.mark.parametrize(
     ("playbook", "expected"),
     [
-        pytest.param(False, {"role": "site"}, id="role"),
-        pytest.param(True, {"playbook": "playbooks/site.yml"}, id="playbook"),
+        pytest.param(False, {"role": "site", "markUnsafe": True}, id="role"),
+        pytest.param(True, {"playbook": "playbooks/site.yml", "markUnsafe": True}, id="playbook"),
     ],
 )
-def test_watch_entry(playbook: bool, expected: dict[str, str]) -> None:
+def test_watch_entry(playbook: bool, expected: dict[str, Any]) -> None:
+    """New entries pass spec values as plain strings (`markUnsafe: true`): a CR author must
+    not be able to run commands through a template in a spec field."""
     plan = _site(playbook=playbook)
     text = plan.update["watches.yaml"]
     assert _load(text) == [
@@ -342,6 +344,8 @@ def test_writer_round_trip_and_watches_load(tmp_path: Path) -> None:
         ("Site", root / "roles" / "site", None),
         ("WebPolicy", None, root / "playbooks" / "webpolicy.yml"),
     ]
+    assert all(w.mark_unsafe for w in loaded)
+    assert [watches.spec_template_warning(w) for w in loaded] == [None, None]
 
 
 def test_cli_duplicate_kind_writes_nothing(

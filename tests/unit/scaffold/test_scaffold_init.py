@@ -138,6 +138,7 @@ def test_manager_args_probes_and_env() -> None:
         "--leader-election-id=web-operator",
         "--metrics-bind-address=127.0.0.1:8080",
         "--health-probe-bind-address=:6789",
+        "--reconcile-timeout=30m",
     ]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 6789}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 6789}

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from runner.redact import MESSAGE_LIMIT
 from runner.status.conditions import (
     AnsibleResult,
     failed,
@@ -436,3 +437,26 @@ def test_restored_undoes_the_running_write_and_keeps_what_the_role_wrote() -> No
 
 def test_restored_to_no_status_drops_the_conditions() -> None:
     assert restored(do_running(None), None) == {"conditions": []}
+
+
+TOKEN = "sha256~Pl4nted-T0ken-9f2c"
+
+
+@pytest.mark.parametrize("result", [FAILED_RESULT, None], ids=["failed-tasks", "no-run"])
+def test_failure_message_is_masked(result: AnsibleResult | None) -> None:
+    message = f"GET https://api.example.com failed: Authorization: Bearer {TOKEN}"
+    status = failed(None, message=message, result=result, now=NOW_DT)
+    failure = get_condition(status, "Failure")
+    assert failure is not None
+    assert TOKEN not in failure["message"]
+    assert failure["message"].endswith("Authorization: Bearer <redacted>")
+
+
+def test_a_huge_failure_message_is_capped_keeping_its_end() -> None:
+    message = "x" * 2_000_000 + "\nthe real error: ConfigMap data too long"
+    status = failed(None, message=message, result=FAILED_RESULT, now=NOW_DT)
+    failure = get_condition(status, "Failure")
+    assert failure is not None
+    assert len(failure["message"]) <= MESSAGE_LIMIT
+    assert failure["message"].endswith("\nthe real error: ConfigMap data too long")
+    assert failure["ansibleResult"] == FAILED_RESULT_DICT

@@ -1,0 +1,243 @@
+"""Never two leaders: a leader whose API server stops answering stops reconciling before
+a standby may take the Lease over, proven from both operators' run records."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support.kube import wait_for
+from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.tcpstall import StallingForwarder, forwarding, kubeconfig_through
+
+from runner.ansible.artifacts import list_runs
+from runner.ansible.history import cr_dirs, summarize_run
+from runner.ansible.rundir import process_dirs
+from runner.engine.leader import LeaderElector, LeaderSettings
+from runner.k8s.client import KubeClient
+
+GROUP = "leader.test.example.com"
+KIND = "Split"
+
+ROLE = """
+- name: Take a while when asked
+  ansible.builtin.pause:
+    seconds: "{{ pause | int }}"
+  when: pause | default(0) | int > 0
+
+- name: Done
+  ansible.builtin.debug:
+    msg: "done {{ ansible_operator_meta.name }}"
+"""
+
+
+@pytest.fixture(scope="module")
+def split(dyn: Any) -> Any:
+    return install_crd(dyn, crd(group=GROUP, kind=KIND))
+
+
+@pytest.fixture
+def stalling(kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[StallingForwarder, Path]]:
+    """A forwarder to the API server and a kubeconfig that goes through it."""
+    admin = yaml.safe_load(kubeconfig.read_text())
+    with forwarding(admin["clusters"][0]["cluster"]["server"]) as forwarder:
+        path = tmp_path / "through-forwarder.kubeconfig"
+        path.write_text(yaml.safe_dump(kubeconfig_through(admin, forwarder)))
+        try:
+            yield forwarder, path
+        finally:
+            forwarder.resume()
+
+
+def _runs(runner_dir: Path) -> dict[str, list[tuple[datetime, datetime | None]]]:
+    """CR name -> (started, ended) of each run recorded in an operator's run directory;
+    ended is None for a run that never recorded its end."""
+    found: dict[str, list[tuple[datetime, datetime | None]]] = {}
+    for process_dir in process_dirs(runner_dir):
+        for cr in cr_dirs(process_dir):
+            if cr.kind != KIND:
+                continue
+            for run in list_runs(cr.path):
+                summary = summarize_run(run)
+                found.setdefault(cr.name, []).append((summary.started, summary.ended))
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_a_stalled_leader_stops_before_the_standby_takes_over(
+    split: Any,
+    kubeconfig: Path,
+    stalling: tuple[StallingForwarder, Path],
+    tmp_path: Path,
+    namespace: str,
+) -> None:
+    forwarder, stalled_kubeconfig = stalling
+    project = write_project(
+        tmp_path / "project",
+        watches=[{"group": GROUP, "version": "v1alpha1", "kind": KIND, "role": "r"}],
+        roles={"r": ROLE},
+    )
+    args = [
+        "--leader-elect",
+        "--leader-election-id",
+        "split-brain-test",
+        "--leader-election-namespace",
+        namespace,
+        "--graceful-shutdown-timeout",
+        "2s",
+    ]
+    env = {"WATCH_NAMESPACE": namespace}
+    started: list[OperatorProcess] = []
+
+    def start(name: str, kubeconfig: Path) -> OperatorProcess:
+        log = tmp_path / name / "op.log"
+        log.parent.mkdir()
+        started.append(OperatorProcess(project, kubeconfig=kubeconfig, log=log, args=args, env=env))
+        return started[-1]
+
+    try:
+        leader = start("a", stalled_kubeconfig)
+        wait_for(lambda: "became the leader" in leader.log(), timeout=90, message="a leads")
+        standby = start("b", kubeconfig)
+        wait_for(lambda: "waiting for the lease" in standby.log(), timeout=90, message="b waits")
+        for name, pause in (("slow", 600), ("quick-0", 0), ("quick-1", 0)):
+            split.create(
+                body={
+                    "apiVersion": f"{GROUP}/v1alpha1",
+                    "kind": KIND,
+                    "metadata": {"name": name},
+                    "spec": {"pause": pause},
+                },
+                namespace=namespace,
+            )
+        in_long_task = re.compile(rf"{namespace}/slow job=\S+\] task ok: Gathering Facts")
+        wait_for(
+            lambda: in_long_task.search(leader.log()),
+            timeout=90,
+            message="the leader's run of the slow CR is in its long task",
+        )
+
+        forwarder.stall()
+        stalled = time.monotonic()
+        wait_for(
+            lambda: "became the leader" in standby.log(),
+            timeout=120,
+            message="b takes over",
+        )
+        print(f"take-over {time.monotonic() - stalled:.1f} s after the stall")
+        wait_for(
+            lambda: f" {namespace}/slow: running Ansible" in standby.log(),
+            timeout=90,
+            message="b runs the slow CR",
+        )
+        time.sleep(2)
+    finally:
+        forwarder.resume()
+        for proc in started:
+            proc.stop(timeout=20)
+            print(proc.log()[-3000:])
+
+    old = _runs(tmp_path / "a" / "runner")
+    new = _runs(tmp_path / "b" / "runner")
+    print("leader's runs:", old)
+    print("standby's runs:", new)
+    assert "slow" in old and "slow" in new, "both operators ran the slow CR"
+    unfinished = [name for name, runs in old.items() for _, ended in runs if ended is None]
+    assert not unfinished, f"the old leader left runs without an end: {unfinished}"
+    last_old_end = max(ended for runs in old.values() for _, ended in runs if ended)
+    first_new_start = min(started for runs in new.values() for started, _ in runs)
+    assert last_old_end < first_new_start, (
+        f"the old leader ran until {last_old_end.time()}, "
+        f"the new one started at {first_new_start.time()}"
+    )
+    for name, runs in old.items():
+        for started, ended in runs:
+            for other_started, other_ended in new.get(name, []):
+                assert ended is not None
+                disjoint = ended <= other_started or (
+                    other_ended is not None and other_ended <= started
+                )
+                assert disjoint, f"two runs of {name} overlap"
+
+
+# -- the elector in-process -----------------------------------------------------------
+
+
+class Failing:
+    """A client whose requests fail with an error that is not an APIError when told."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.failing = False
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if self.failing:
+                raise ValueError("unexpected answer")
+            return await method(*args, **kwargs)
+
+        return call
+
+
+async def _hold_until_lost(elector: LeaderElector) -> float:
+    """Acquire, hold, and return the seconds from `hold` start to `on_lost`."""
+    await elector.acquire()
+    lost = asyncio.Event()
+    holder = asyncio.create_task(elector.hold(lost.set))
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(lost.wait(), timeout=60)
+    finally:
+        holder.cancel()
+    return time.monotonic() - started
+
+
+async def test_a_hung_renewal_is_cut_off_at_the_renew_deadline(
+    stalling: tuple[StallingForwarder, Path], namespace: str
+) -> None:
+    forwarder, path = stalling
+    client = await KubeClient.connect(kubeconfig=str(path))
+    settings = LeaderSettings(
+        name="hung-renewal",
+        namespace=namespace,
+        lease_duration=6,
+        renew_deadline=4,
+        retry_period=0.5,
+    )
+    try:
+        elector = LeaderElector(client, settings)
+        loop = asyncio.get_running_loop()
+        loop.call_later(1.0, forwarder.stall)
+        seconds = await _hold_until_lost(elector)
+    finally:
+        forwarder.resume()
+        await client.close()
+    # Lost by the renew deadline after the last renewal (at most 1 s + 4 s), not when a
+    # request to the stalled server finally times out (60 s).
+    assert seconds < 1 + 4 + 1, f"lost the lease {seconds:.1f} s after holding began"
+    assert not elector.is_leader
+
+
+async def test_any_error_while_renewing_loses_the_lease(kube: KubeClient, namespace: str) -> None:
+    failing = Failing(kube)
+    settings = LeaderSettings(
+        name="odd-error",
+        namespace=namespace,
+        lease_duration=3,
+        renew_deadline=2,
+        retry_period=0.2,
+    )
+    elector = LeaderElector(failing, settings)  # type: ignore[arg-type]
+    asyncio.get_running_loop().call_later(0.5, lambda: setattr(failing, "failing", True))
+    seconds = await _hold_until_lost(elector)
+    assert seconds < 0.5 + 2 + 1
+    assert not elector.is_leader

@@ -1,0 +1,140 @@
+"""Two operators on one machine with one run directory base: each keeps its own private
+directory, and the one starting second never removes what the first is using."""
+
+from __future__ import annotations
+
+import stat
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support.kube import condition, wait_for
+from support.operator import OperatorProcess, crd, install_crd, write_project
+
+from runner.ansible.artifacts import find_data_dirs, latest_run
+from runner.ansible.rundir import process_dirs
+
+GROUP = "rundirs.test.example.com"
+ROLE = """
+- name: Say hello
+  ansible.builtin.debug:
+    msg: "hello {{ ansible_operator_meta.name }}"
+"""
+
+
+@pytest.fixture(scope="module")
+def shared_kind(dyn: Any) -> Any:
+    return install_crd(dyn, crd(group=GROUP, kind="Shared", scope="Namespaced"))
+
+
+@pytest.fixture
+def operators(tmp_path: Path) -> Iterator[list[OperatorProcess]]:
+    started: list[OperatorProcess] = []
+    yield started
+    for proc in started:
+        proc.stop()
+        print(proc.log()[-4000:])
+
+
+def new_cr(resource: Any, namespace: str, name: str, **labels: str) -> None:
+    resource.create(
+        body={
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "Shared",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {},
+        },
+        namespace=namespace,
+    )
+
+
+def data_dir_of(base: Path, name: str) -> Path | None:
+    """The data directory of CR `name` anywhere under `base`, with a finished run."""
+    for path in find_data_dirs(base):
+        run = latest_run(path)
+        if path.name == name and run is not None and run.status == "successful":
+            return path
+    return None
+
+
+def test_a_second_operator_leaves_the_first_ones_run_directories_alone(
+    kubeconfig: Path, tmp_path: Path, namespace: str, shared_kind: Any, operators: list[Any]
+) -> None:
+    """Operator B sees only CRs labelled for it, so to B the first operator's CR does not
+    exist. Its start-up clean-up must still not touch operator A's directory (the old
+    shared layout lost it: 'removed 1 data directories of CRs that no longer exist')."""
+    watch = {"version": "v1alpha1", "group": GROUP, "kind": "Shared", "role": "hello"}
+    project = write_project(tmp_path / "project", watches=[watch], roles={"hello": ROLE})
+    picky = {**watch, "selector": {"matchLabels": {"operator": "b"}}}
+    (project / "watches-b.yaml").write_text(yaml.safe_dump([picky]))
+    base = tmp_path / "runner"  # both logs are in tmp_path: one base for both
+
+    first = OperatorProcess(project, kubeconfig=kubeconfig, log=tmp_path / "a.log")
+    operators.append(first)
+    new_cr(shared_kind, namespace, "for-a")
+    a_dir = wait_for(
+        lambda: data_dir_of(base, "for-a"), timeout=120, message="operator A ran for-a"
+    )
+
+    second = OperatorProcess(
+        project,
+        kubeconfig=kubeconfig,
+        log=tmp_path / "b.log",
+        args=["--watches-file", "watches-b.yaml"],
+    )
+    operators.append(second)
+    new_cr(shared_kind, namespace, f"for-b-{uuid.uuid4().hex[:4]}", operator="b")
+    # B has listed its CRs (its clean-up ran then) and run one of them.
+    wait_for(
+        lambda: (
+            "Ansible runs of this process are under" in second.log()
+            and len([p for p in find_data_dirs(base) if p.name.startswith("for-b")]) == 2
+        ),
+        timeout=120,
+        message="both operators ran the CR labelled for B",
+    )
+    assert first.running() and second.running()
+    assert a_dir.is_dir(), "operator B removed operator A's run directory"
+    assert latest_run(a_dir) is not None
+
+    # Each has its own private directory, and A's CR is only in A's.
+    own = process_dirs(base)
+    assert len(own) == 2
+    for path in own:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert a_dir.is_relative_to(next(p for p in own if str(p) in first.log()))
+
+    # A still works: a change to its CR is reconciled.
+    shared_kind.patch(
+        name="for-a",
+        namespace=namespace,
+        body={"spec": {"again": True}},
+        content_type="application/merge-patch+json",
+    )
+    wait_for(
+        lambda: (
+            (ok := condition(shared_kind.get(name="for-a", namespace=namespace), "Successful"))
+            and ok["status"] == "True"
+            and len(list((a_dir / "artifacts").iterdir())) >= 3  # two runs and `latest`
+        ),
+        timeout=120,
+        message="operator A ran for-a again",
+    )
+
+
+def test_a_base_writable_by_others_stops_the_operator_with_a_clear_error(
+    kubeconfig: Path, tmp_path: Path, operators: list[Any]
+) -> None:
+    base = tmp_path / "runner"
+    base.mkdir()
+    base.chmod(0o777)
+    watch = {"version": "v1alpha1", "group": GROUP, "kind": "Shared", "role": "hello"}
+    project = write_project(tmp_path / "project", watches=[watch], roles={"hello": ROLE})
+    proc = OperatorProcess(project, kubeconfig=kubeconfig, log=tmp_path / "a.log")
+    operators.append(proc)
+    assert proc.process.wait(timeout=60) == 1
+    assert f"run directory base {base}: writable by other users (mode 0777)" in proc.log()
+    assert list(base.iterdir()) == []

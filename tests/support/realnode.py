@@ -1,0 +1,278 @@
+"""Tests on the real node: a private cluster with one, a small image built here, and a
+snapshot of what a real node may change on the machine.
+
+`RealNodeCluster` is what the `real_node_cluster` session fixture yields; tests that need
+real pods (exec, logs, the operator as a pod) share it, so the node starts once a session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+import tempfile
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from runner.cluster import build, machine, nodeconfig, oci
+from runner.cluster.components import components
+from runner.cluster.local import LocalCluster
+from runner.cluster.realnode import RealNode
+
+# Static binaries only (FROM scratch): the cached kubectl (CGO off) and catatonit.
+TOOLS_IMAGE = "localhost/ansible-operator-test/tools:1"
+
+
+def tools_image_archive(cache: Path) -> bytes:
+    kubectl = build.binary_path(components()["kubectl"], cache)
+    return oci.image_archive(
+        oci.ImageSpec(
+            name=TOOLS_IMAGE,
+            files={
+                "kubectl": oci.ImageFile(kubectl.read_bytes()),
+                "catatonit": oci.ImageFile(Path(machine.program("catatonit")).read_bytes()),
+            },
+            entrypoint=("/catatonit", "-P"),
+            env=("PATH=/", "HOME=/tmp"),
+        )
+    )
+
+
+@dataclass
+class RealNodeCluster:
+    """A running cluster with a real node, and helpers to put pods on that node."""
+
+    cluster: LocalCluster
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.cluster.kubeconfig
+
+    @property
+    def node(self) -> RealNode:
+        return self.cluster.real_node
+
+    @property
+    def node_name(self) -> str:
+        return self.node.name
+
+    def import_archive(self, archive: bytes) -> None:
+        with tempfile.NamedTemporaryFile(suffix=".tar") as handle:
+            handle.write(archive)
+            handle.flush()
+            self.node.import_image(Path(handle.name))
+
+    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        binary = build.binary_path(components()["kubectl"], self.cluster.cache)
+        return subprocess.run(
+            [str(binary), f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=60,
+        )
+
+
+def on_real_node(pod: dict[str, Any]) -> dict[str, Any]:
+    """`pod` with the toleration and node selector that place it on the real node."""
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("tolerations", []).append(dict(nodeconfig.TOLERATION))
+    spec.setdefault("nodeSelector", {}).update(nodeconfig.NODE_SELECTOR)
+    return pod
+
+
+# -- what a real node may leave behind ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MachineSnapshot:
+    sysctls: dict[str, str]
+    links: frozenset[str]
+    mounts: frozenset[str]
+    netns: frozenset[str]
+    iptables: dict[str, frozenset[str]]
+
+    @classmethod
+    def take(cls) -> MachineSnapshot:
+        links = subprocess.run(
+            [machine.program("ip"), "-o", "link", "show"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
+        netns_dir = Path("/run/netns")
+        names = [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()]
+        netns = frozenset(p.name for p in (netns_dir.iterdir() if netns_dir.is_dir() else ()))
+        return cls(
+            sysctls=machine.read_sysctls(),
+            links=frozenset(names),
+            mounts=frozenset(line.split()[4] for line in mounts),
+            netns=netns,
+            iptables={family: frozenset(_iptables_rules(family)) for family in ("ipv4", "ipv6")},
+        )
+
+
+def _iptables_rules(family: str) -> list[str]:
+    """Every chain and rule (without packet counters) of `family`."""
+    binary = "iptables-save" if family == "ipv4" else "ip6tables-save"
+    output = subprocess.run(
+        [machine.program(binary)], capture_output=True, text=True, check=True
+    ).stdout
+    table = ""
+    rules = []
+    for line in output.splitlines():
+        if line.startswith("*"):
+            table = line[1:]
+        elif line.startswith(":"):
+            rules.append(f"{table} chain {line[1:].split()[0]}")
+        elif line.startswith("-"):
+            rules.append(f"{table} {line}")
+    return rules
+
+
+def leftovers(node: RealNode) -> list[str]:
+    """What of `node` is still on the machine (processes, mounts, cgroups, bridge,
+    iptables chains, run directory); empty when it was removed completely."""
+    layout = node.layout
+    found = [f"process {pid}" for pid in machine.owned_pids(layout)]
+    found += [
+        f"process {pid} ({name})"
+        for pid, name in _processes_mentioning(str(layout.home), str(layout.run_dir))
+    ]
+    found += [f"mount {point}" for point in machine.mounts_under(layout.owned_paths())]
+    found += [f"cgroup {path}" for path in machine.remaining_cgroups(layout.cgroup_root)]
+    link = subprocess.run(
+        [machine.program("ip"), "link", "show", layout.bridge], capture_output=True, check=False
+    )
+    if link.returncode == 0:
+        found.append(f"bridge {layout.bridge}")
+    for family in ("ipv4", "ipv6"):
+        for table, chains in machine.iptables_chains(family).items():
+            found += [
+                f"{family} chain {table}/{chain}"
+                for chain in chains
+                if layout.ident.upper() in chain or chain.startswith("KUBE-")
+            ]
+    if layout.run_dir.exists():
+        found.append(f"directory {layout.run_dir}")
+    return found
+
+
+def _processes_mentioning(*needles: str) -> list[tuple[int, str]]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if any(needle in cmdline for needle in needles):
+            found.append((int(entry.name), cmdline.split(" ", 1)[0]))
+    return found
+
+
+def other_real_nodes() -> bool:
+    """Whether real nodes of other clusters run on this machine (shared developer
+    machines): machine-wide settings are then theirs to keep until they stop."""
+    users = nodeconfig.RUN_ROOT / "users"
+    return users.is_dir() and any(users.iterdir())
+
+
+# -- a read-only registry for containerd's registry configuration ------------------------
+
+
+class ImageServer:
+    """Serves images from OCI archives over the registry API's read side (`/v2/`,
+    manifests by tag or digest, blobs), plain HTTP on loopback, and records the paths
+    asked for: enough to check where containerd pulls from."""
+
+    def __init__(self, images: dict[str, bytes]) -> None:
+        """`images`: {"repository:tag": OCI archive}."""
+        self.blobs: dict[str, bytes] = {}
+        self.tags: dict[tuple[str, str], str] = {}
+        for reference, archive in images.items():
+            repository, tag = reference.rsplit(":", 1)
+            members = _archive_members(archive)
+            for name, content in members.items():
+                if name.startswith("blobs/sha256/"):
+                    self.blobs[f"sha256:{name.rsplit('/', 1)[1]}"] = content
+            (manifest,) = json.loads(members["index.json"])["manifests"]
+            self.tags[(repository, tag)] = manifest["digest"]
+        self.requests: list[str] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def __enter__(self) -> ImageServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _lookup(self, path: str) -> tuple[bytes, str] | None:
+        parts = path.split("?", 1)[0].strip("/").split("/")
+        if parts == ["v2"]:
+            return b"{}", "application/json"
+        if len(parts) < 4 or parts[0] != "v2":
+            return None
+        repository, kind, reference = "/".join(parts[1:-2]), parts[-2], parts[-1]
+        digest = self.tags.get((repository, reference), reference)
+        if digest not in self.blobs:
+            return None
+        if kind == "manifests":
+            return self.blobs[digest], "application/vnd.oci.image.manifest.v1+json"
+        return self.blobs[digest], "application/octet-stream"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, *, body: bool) -> None:
+                server.requests.append(self.path)
+                found = server._lookup(self.path)
+                if found is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                content, media_type = found
+                self.send_response(200)
+                self.send_header("Content-Type", media_type)
+                self.send_header("Content-Length", str(len(content)))
+                digest = f"sha256:{hashlib.sha256(content).hexdigest()}"
+                self.send_header("Docker-Content-Digest", digest)
+                self.end_headers()
+                if body:
+                    self.wfile.write(content)
+
+            def do_GET(self) -> None:
+                self._answer(body=True)
+
+            def do_HEAD(self) -> None:
+                self._answer(body=False)
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        return Handler
+
+
+def _archive_members(archive: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        return {
+            member.name: tar.extractfile(member).read()  # type: ignore[union-attr]
+            for member in tar.getmembers()
+            if member.isfile()
+        }

@@ -1,0 +1,36 @@
+"""How long the API proxy waits on the API server: bounded for every request but
+watches, and watches only as long as they may legitimately stay silent."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.proxy.server import REQUEST_TIMEOUT_SECONDS, WATCH_GRACE_SECONDS, upstream_timeout
+
+
+@pytest.mark.parametrize("verb", ["get", "list", "create", "update", "patch", "delete"])
+def test_requests_that_are_not_watches_have_a_total_limit(verb: str) -> None:
+    timeout = upstream_timeout(verb, {})
+    assert timeout.total == REQUEST_TIMEOUT_SECONDS
+    assert timeout.connect is not None and timeout.connect <= REQUEST_TIMEOUT_SECONDS
+
+
+def test_the_limit_can_be_shorter() -> None:
+    timeout = upstream_timeout("get", {}, total=2)
+    assert (timeout.total, timeout.connect) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("query", "quiet"),
+    [
+        pytest.param({"timeoutSeconds": "60"}, 60 + WATCH_GRACE_SECONDS, id="asked"),
+        pytest.param({}, 3600 + WATCH_GRACE_SECONDS, id="server-maximum"),
+        pytest.param({"timeoutSeconds": "0"}, 3600 + WATCH_GRACE_SECONDS, id="zero"),
+        pytest.param({"timeoutSeconds": "x"}, 3600 + WATCH_GRACE_SECONDS, id="garbage"),
+        pytest.param({"timeoutSeconds": "99999"}, 3600 + WATCH_GRACE_SECONDS, id="capped"),
+    ],
+)
+def test_watches_have_no_total_but_a_bounded_silence(query: dict[str, str], quiet: int) -> None:
+    timeout = upstream_timeout("watch", query)
+    assert timeout.total is None
+    assert timeout.sock_read == quiet

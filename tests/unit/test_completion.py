@@ -1,0 +1,105 @@
+"""`ansible-operator completion bash|zsh|fish`: valid scripts that complete sub-commands,
+options and option values, generated from the argparse tree."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.cli import build_parser, main
+from runner.completion import command_tree, render
+
+BASH_COMPLETE = """
+source "$1"; shift
+COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_ansible_operator
+printf '%s\\n' "${COMPREPLY[@]}"
+"""
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("completion")
+    files = {}
+    for shell in ("bash", "zsh", "fish"):
+        files[shell] = directory / f"ansible-operator.{shell}"
+        files[shell].write_text(render(shell, build_parser()))
+    return files
+
+
+def test_cli_prints_the_script(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["completion", "bash"]) == 0
+    assert capsys.readouterr().out == render("bash", build_parser())
+
+
+def test_bash_script_is_valid(scripts: dict[str, Path]) -> None:
+    done = subprocess.run(["bash", "-n", str(scripts["bash"])], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def complete(script: Path, *words: str) -> list[str]:
+    done = subprocess.run(
+        ["bash", "-c", BASH_COMPLETE, "complete", str(script), "ansible-operator", *words],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        pytest.param([""], ["run", "version", "cluster", "init", "completion", "--help"], id="top"),
+        pytest.param(["cl"], ["cluster"], id="prefix"),
+        pytest.param(["cluster", ""], ["up", "down", "status", "kubectl", "--state-dir"], id="sub"),
+        pytest.param(["cluster", "--state-dir", "up", ""], ["up", "down"], id="option-value"),
+        pytest.param(["create", "api", "--g"], ["--group", "--generate-role"], id="sub-sub"),
+        pytest.param(["run", "--zap-enc"], ["--zap-encoder"], id="run-option"),
+        pytest.param(["run", "--zap-encoder", ""], ["json", "console"], id="typed-choices"),
+        pytest.param(["run", "--ansible-log-events", "e"], ["everything"], id="choices"),
+        pytest.param(["completion", ""], ["bash", "zsh", "fish"], id="positional-choices"),
+        pytest.param(["olm", "run-"], ["run-bundle"], id="olm"),
+    ],
+)
+def test_bash_completes(scripts: dict[str, Path], words: list[str], expected: list[str]) -> None:
+    offered = complete(scripts["bash"], *words)
+    assert set(expected) <= set(offered), offered
+
+
+def test_bash_offers_nothing_it_does_not_have(scripts: dict[str, Path]) -> None:
+    assert complete(scripts["bash"], "cluster", "zz") == []
+
+
+def test_every_sub_command_is_in_the_tree() -> None:
+    tree = command_tree(build_parser())
+    assert set(tree.subcommands) >= {"run", "version", "cluster", "init", "create", "bundle"}
+    assert set(tree.subcommands) >= {"catalog", "olm", "history", "logs", "vars", "completion"}
+    assert "--watches-file" in tree.subcommands["run"].options
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_script_is_valid(scripts: dict[str, Path]) -> None:
+    done = subprocess.run(["zsh", "-n", str(scripts["zsh"])], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_script_is_valid_and_completes(scripts: dict[str, Path]) -> None:
+    check = subprocess.run(
+        ["fish", "--no-execute", str(scripts["fish"])], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
+    done = subprocess.run(
+        ["fish", "-c", f"source {scripts['fish']}; complete -C 'ansible-operator cluster '"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    offered = [line.split("\t")[0] for line in done.stdout.splitlines()]
+    assert {"up", "down", "status"} <= set(offered)
