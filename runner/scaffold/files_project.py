@@ -171,9 +171,10 @@ _REQUIREMENTS = """\
 ---
 # Ansible collections the roles need beyond what the runtime image ships.
 # Already in the runtime image: operator_sdk.util (0.5.0 API, bundled with
-# ansible-operator), kubernetes.core and community.docker; listing them here is fine
-# (nothing is fetched for them). The image build installs the rest with
-# `ansible-galaxy collection install -r`, which needs Ansible Galaxy, e.g.:
+# ansible-operator), kubernetes.core and community.docker (docs/images.md); listing them
+# here is fine, nothing is fetched for them. The image build installs the rest with
+# `ansible-galaxy collection install -r` (which needs Ansible Galaxy), and the operator
+# warns at start-up about any that is missing or at another major version:
 #   - name: community.general
 #     version: "10.0.0"
 collections: []

@@ -30,11 +30,13 @@ from runner.cluster.local import LocalCluster
 
 SAMPLE_CR = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
 MAX_RUNTIME_BYTES = 450 * 1000 * 1000
-SHIPPED = [
+LISTED = [
     line.split("#")[0].strip()
     for line in (REPO / "image" / "collections.txt").read_text().splitlines()
     if line.split("#")[0].strip()
 ]
+# what the default ansible-core line's `ansible` release has (cloud.common is in 11.x)
+SHIPPED = [name.rstrip("?") for name in LISTED]
 
 
 @pytest.fixture(scope="module")
