@@ -68,6 +68,9 @@ def test_layout_names_fit_the_kernel_and_iptables_limits(tmp_path: Path) -> None
     assert len(layout.bridge) <= 15
     assert all(len(layout.chain(p)) <= 28 for p in ("INPUT", "FORWARD", "DNAT"))
     assert len(str(layout.containerd_socket)) + len(".ttrpc") < 108
+    # The kubelet makes sockets below its root directory, e.g. pod-resources/<10 digits>.
+    deep = NodeLayout.of(tmp_path / ("x" * 200))
+    assert len(str(deep.kubelet_root / "pod-resources" / "1779924232")) < 108
     assert NodeLayout.of(tmp_path / "b").ident != layout.ident
     assert NodeLayout.of(tmp_path / "a").ident == layout.ident
 
