@@ -392,8 +392,10 @@ def push(tool: str, image: str, *, cache: Path, progress: Progress = print) -> N
 
 OPM_REPOSITORY = "localhost/ansible-operator-opm"
 OPM_DOCKERFILE = """\
-# opm (built from its Go module, static) as /bin/opm, the catalog images' base.
+# opm (built from its Go module, static) as /bin/opm, the catalog images' base; /tmp for
+# its cache, writable by any user as in operator-framework's image.
 FROM scratch
+COPY rootfs/ /
 COPY opm /bin/opm
 USER 1001
 ENTRYPOINT ["/bin/opm"]
@@ -411,6 +413,9 @@ def ensure_opm_image(tool: str, cache: Path, *, progress: Progress = print) -> s
         return tag
     with tempfile.TemporaryDirectory(prefix="opm-image-") as work:
         shutil.copy2(binary, Path(work) / "opm")
+        tmp = Path(work) / "rootfs" / "tmp"
+        tmp.mkdir(parents=True)
+        tmp.chmod(0o1777)
         (Path(work) / "Dockerfile").write_text(OPM_DOCKERFILE, encoding="utf-8")
         argv = build_argv(
             tool, tag=tag, dockerfile=f"{work}/Dockerfile", context=work, build_args={}, secrets={}
