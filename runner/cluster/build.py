@@ -32,6 +32,7 @@ _COLD_BUILD_HINT = {
     "github.com/operator-framework/operator-registry": "about 4 minutes",
     "github.com/operator-framework/ansible-operator-plugins": "about 1.5 minutes",
     "github.com/operator-framework/operator-lifecycle-manager": "about 4 minutes",
+    "github.com/distribution/distribution/v3": "about 1 minute",
 }
 
 # kwok refuses to start without Stage objects; these ship inside its module.

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from runner.cluster import build
+from runner.cluster import build, registry
 from runner.cluster.components import kubelet, olm_operators, tools
 from runner.cluster.local import LocalCluster, default_state_dir
 from runner.errors import ClusterError
@@ -15,6 +15,12 @@ from runner.errors import ClusterError
 
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _start_registry(cluster: LocalCluster, args: argparse.Namespace) -> registry.RegistryInfo:
+    return registry.start(
+        cluster, tls=args.registry_tls, port=args.registry_port, progress=_progress
+    )
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -35,7 +41,16 @@ def dispatch(args: argparse.Namespace) -> int:
                 print(f"{name}: {path}")
             return 0
         cluster.up(progress=_progress, apiserver_port=args.apiserver_port, real_node=args.real_node)
+        if args.registry:
+            _start_registry(cluster, args)
         print(cluster.kubeconfig)
+        return 0
+    if args.action == "registry":
+        if args.stop:
+            if not registry.stop(cluster):
+                _progress("no registry running")
+            return 0
+        print(_start_registry(cluster, args).address)
         return 0
     if args.action == "down":
         stopped = cluster.down(keep=args.keep, progress=_progress)
@@ -49,6 +64,9 @@ def dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.action == "status":
         print("\n".join(cluster.status()))
+        serving = registry.info(cluster)
+        if serving is not None:
+            print(f"  registry {serving.url}: images {serving.address}/<name>:<tag>")
         return 0 if cluster.is_up() else 3
     if args.action == "kubectl":
         kubectl_args = list(args.kubectl_args)

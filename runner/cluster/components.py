@@ -115,6 +115,17 @@ def components(root: Path | None = None) -> dict[str, Component]:
     return result
 
 
+def registry(root: Path | None = None) -> Component:
+    """CNCF Distribution's `registry`, which `cluster up --registry` serves on loopback
+    (images are pushed there and pulled by the node's container runtime)."""
+    base = root or hack_dir()
+    distribution = GoModule(base / "registry", "github.com/distribution/distribution/v3")
+    stamp = f"-X {distribution.source_module}/version.version={distribution.version}"
+    return Component(
+        "registry", distribution, f"{distribution.source_module}/cmd/registry", (stamp,)
+    )
+
+
 def kubelet(root: Path | None = None) -> Component:
     """The real node's kubelet: from the control plane's module, so its version always
     matches the API server's. Not one of `components()`: only `up --real-node` needs it."""
