@@ -393,8 +393,10 @@ def push(tool: str, image: str, *, cache: Path, progress: Progress = print) -> N
 OPM_REPOSITORY = "localhost/ansible-operator-opm"
 OPM_DOCKERFILE = """\
 # opm (built from its Go module, static) as /bin/opm, the catalog images' base, with the
-# grpc_health_probe OLM's catalog operator probes registry pods with.
+# grpc_health_probe OLM's catalog operator probes registry pods with; /tmp for opm's
+# cache, writable by any user as in operator-framework's image.
 FROM scratch
+COPY rootfs/ /
 COPY opm grpc_health_probe /bin/
 ENV PATH=/bin
 USER 1001
@@ -409,16 +411,23 @@ def build_context_image(
     dockerfile: str,
     files: Mapping[str, Path],
     cache: Path,
+    shared_dirs: Sequence[str] = (),
     progress: Progress = print,
 ) -> None:
-    """Build `dockerfile` in a context holding `files` (name -> path), unless `tag`
-    (which names a digest of the inputs) already exists."""
+    """Build `dockerfile` in a context holding `files` (name -> path) and `rootfs/<dir>`
+    (mode 1777, like /tmp) for each of `shared_dirs`, unless `tag` (which names a digest
+    of the inputs) already exists."""
     env = tool_environ(tool, cache)
     if image_exists(tool, tag, env):
         return
     with tempfile.TemporaryDirectory(prefix="image-context-") as work:
         for name, path in files.items():
             shutil.copy2(path, Path(work) / name)
+        (Path(work) / "rootfs").mkdir()
+        for directory in shared_dirs:
+            shared = Path(work) / "rootfs" / directory.strip("/")
+            shared.mkdir(parents=True)
+            shared.chmod(0o1777)
         (Path(work) / "Dockerfile").write_text(dockerfile, encoding="utf-8")
         argv = build_argv(
             tool, tag=tag, dockerfile=f"{work}/Dockerfile", context=work, build_args={}, secrets={}
@@ -451,6 +460,12 @@ def ensure_opm_image(tool: str, cache: Path, *, progress: Progress = print) -> s
     }
     tag = f"{OPM_REPOSITORY}:{opm.version}-{inputs_digest(OPM_DOCKERFILE, files)}"
     build_context_image(
-        tool, tag=tag, dockerfile=OPM_DOCKERFILE, files=files, cache=cache, progress=progress
+        tool,
+        tag=tag,
+        dockerfile=OPM_DOCKERFILE,
+        files=files,
+        cache=cache,
+        shared_dirs=("tmp",),
+        progress=progress,
     )
     return tag

@@ -208,3 +208,20 @@ def test_the_node_uses_the_registry_the_cluster_recorded(tmp_path: Path) -> None
 
     assert realnode._recorded_registry(tmp_path) == (5123, None)
     assert realnode._recorded_registry(tmp_path / "none") is None
+
+
+def test_up_with_a_real_node_says_what_is_missing_before_starting_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.cluster.local import LocalCluster
+    from runner.errors import ClusterError
+
+    monkeypatch.setattr(machine, "_found", lambda path: path != "catatonit")
+    cluster = LocalCluster(tmp_path / "cluster")
+
+    with pytest.raises(ClusterError) as raised:
+        cluster.up(real_node=True, progress=lambda _message: None)
+
+    assert "cannot run a real node" in str(raised.value)
+    assert "apt-get install -y catatonit" in str(raised.value)
+    assert not (tmp_path / "cluster").exists()
