@@ -13,13 +13,16 @@ import logging
 import os
 import re
 import signal
+import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from runner import watches as watches_mod
-from runner.ansible import hooks
+from runner.ansible import hooks, requirements
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.ansible.fastwire import Discovery
@@ -48,7 +51,7 @@ from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS
 from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
-from runner.proxy.owner import Owner, proxy_server
+from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK, NamespacedName
 
@@ -126,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         warning = watches_mod.spec_template_warning(watch)
         if warning is not None:
             log.warning("%s", warning)
+    for message in collection_warnings((Path.cwd() / args.watches_file).parent, environ):
+        log.warning("%s", message)
     return asyncio.run(
         _serve(
             args,
@@ -135,6 +140,25 @@ def run(args: argparse.Namespace) -> int:
             load_watches=load_watches,
         )
     )
+
+
+def collection_warnings(project: Path, environ: Mapping[str, str]) -> list[str]:
+    """What the project's requirements.yml asks for that the collections Ansible would
+    load do not give (see `runner.ansible.requirements`); never fatal."""
+    path = project / requirements.FILE_NAME
+    try:
+        wanted = requirements.parse(path.read_text(encoding="utf-8"), source=str(path))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        return [f"{path}: not checked against the installed collections: {err}"]
+    scan_sys_path = environ.get("ANSIBLE_COLLECTIONS_SCAN_SYS_PATH", "true").lower()
+    paths = requirements.search_paths(
+        environ.get("ANSIBLE_COLLECTIONS_PATH", ""),
+        sys.path if scan_sys_path not in ("0", "false", "no", "off", "n", "f") else (),
+    )
+    installed = requirements.installed_versions([r.name for r in wanted], paths)
+    return requirements.check(wanted, installed, source=str(path))
 
 
 def _kubeconfig(environ: Mapping[str, str]) -> str | None:
@@ -263,7 +287,7 @@ async def _serve(
         client = await KubeClient.connect(kubeconfig=kubeconfig)
         stack.push_async_callback(client.close)
         metrics = OperatorMetrics()
-        run_env: dict[str, str] = {}
+        run_env = {key: value for key, value in KUBECTL_ENV.items() if key not in environ}
         if served.user_metrics is not None:
             user_metrics = UserMetricsServer(
                 UserMetrics(metrics.registry),

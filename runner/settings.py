@@ -146,6 +146,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     ansible.add_argument(
         "--reconcile-timeout",
         default="0",
+        type=go_duration,
+        metavar="DURATION",
         help="stop an Ansible run that takes longer (Go duration, e.g. 30m): the CR gets a "
         "Failure condition and is retried with backoff; per watch "
         "RECONCILE_TIMEOUT_<KIND>_<GROUP> (default 0: no limit)",

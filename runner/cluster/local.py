@@ -364,7 +364,9 @@ class LocalCluster:
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 "--cidr=10.244.0.0/24",
-                "--node-ip=10.244.0.1",
+                # The API server dials a node's InternalIP for logs and exec: a fake node's
+                # must not lead off the machine.
+                f"--node-ip={loop}",
                 f"--server-address={loop}:{ports['kwok']}",
                 *(f"--config={stage}" for stage in sorted(stages.glob("*.yaml"))),
             ],

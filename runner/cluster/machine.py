@@ -79,6 +79,7 @@ REQUIREMENTS = (
     Requirement("catatonit", "catatonit"),
     Requirement("iptables", "iptables"),
     Requirement("ip", "iproute2"),
+    Requirement("mount", "mount"),
 )
 PACKAGES = tuple(dict.fromkeys(r.package for r in REQUIREMENTS))
 
@@ -473,6 +474,13 @@ def unmount_all(roots: tuple[Path, ...]) -> list[Path]:
             if libc.umount2(str(point).encode(), _MNT_DETACH) == 0:
                 unmounted.append(point)
     return unmounted
+
+
+def bind_mount(source: Path, target: Path) -> None:
+    """Mount `source` at `target` too, privately (mounts below either stay there)."""
+    mount = program("mount")
+    _run([mount, "--bind", str(source), str(target)])
+    _run([mount, "--make-private", str(target)])
 
 
 def remove_cgroups(cgroup_root: str, *, timeout: float = 5) -> list[Path]:

@@ -166,11 +166,13 @@ class RealNode:
             layout.cni_config_dir,
             layout.registry_config,
             layout.kubelet_root,
+            layout.kubelet_data,
             layout.pod_logs,
             self.logs,
         ):
             directory.mkdir(parents=True, exist_ok=True)
         machine.create_cgroups(layout.cgroup_root)
+        machine.bind_mount(layout.kubelet_data, layout.kubelet_root)
         progress(f"creating bridge {layout.bridge} ({node_ip}/{subnet.prefixlen})")
         machine.create_bridge(
             layout.bridge, ipaddress.IPv4Interface(f"{node_ip}/{subnet.prefixlen}")

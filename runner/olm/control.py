@@ -22,12 +22,13 @@ from typing import Any
 
 import yaml
 
-from runner.cluster import build, process
+from runner.cluster import build, process, registry
 from runner.cluster.components import olm_operators
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 from runner.k8s import KubeClient
 from runner.olm import api, model
+from runner.olm.images import OLMImages, ensure_olm_images
 
 Progress = Callable[[str], None]
 Obj = dict[str, Any]
@@ -111,6 +112,13 @@ def install(cluster: LocalCluster, *, progress: Progress = print) -> float:
         )
     components = olm_operators()
     binaries = build.ensure_built(components.values(), root=cluster.cache, progress=progress)
+    images = None
+    local_registry = registry.info(cluster)
+    if local_registry is not None:
+        # With a registry, OLM's own pods (bundle unpack Jobs, catalog registry pods)
+        # can run: they need these images, from the registry the node pulls from.
+        images = ensure_olm_images(local_registry.address, cache=cluster.cache, progress=progress)
+        _save_images(cluster, images)
     started = time.monotonic()
     crds = crd_files(cluster)
     asyncio.run(_apply_base(cluster, crds, progress))
@@ -122,7 +130,7 @@ def install(cluster: LocalCluster, *, progress: Progress = print) -> float:
             continue
         ports[name] = process.free_port()
         _save_ports(cluster, ports)
-        _start(cluster, name, binaries[_BINARY[name]], ports[name], progress)
+        _start(cluster, name, binaries[_BINARY[name]], ports[name], progress, images)
     asyncio.run(_wait_working(cluster))
     elapsed = time.monotonic() - started
     progress(f"OLM {version()} running in {elapsed:.1f} s")
@@ -165,7 +173,34 @@ async def _apply_base(cluster: LocalCluster, crds: list[Path], progress: Progres
         await client.close()
 
 
-def _start(cluster: LocalCluster, name: str, binary: Path, port: int, progress: Progress) -> None:
+def _images_file(cluster: LocalCluster) -> Path:
+    return olm_dir(cluster) / "images.json"
+
+
+def _save_images(cluster: LocalCluster, images: OLMImages) -> None:
+    olm_dir(cluster).mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"opm": images.opm, "util": images.util}, indent=2)
+    _images_file(cluster).write_text(text, encoding="utf-8")
+
+
+def load_images(cluster: LocalCluster) -> OLMImages | None:
+    """The images the catalog operator was started with (None: OLM's defaults, when the
+    cluster had no registry at `olm install`)."""
+    try:
+        data = json.loads(_images_file(cluster).read_text(encoding="utf-8"))
+        return OLMImages(opm=str(data["opm"]), util=str(data["util"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _start(
+    cluster: LocalCluster,
+    name: str,
+    binary: Path,
+    port: int,
+    progress: Progress,
+    images: OLMImages | None,
+) -> None:
     kubeconfig = str(cluster.kubeconfig)
     env = {
         **os.environ,
@@ -177,6 +212,8 @@ def _start(cluster: LocalCluster, name: str, binary: Path, port: int, progress: 
     argv = [str(binary), f"--namespace={model.OLM_NAMESPACE}"]
     if name == "catalog-operator":
         argv.append(f"--kubeconfig={kubeconfig}")
+        if images is not None:
+            argv += images.catalog_flags()
     progress(f"starting {name} (health {process.LOOPBACK}:{port})")
     running = cluster.start_addon(name, argv, env=env)
     endpoint = process.Endpoint(f"http://{process.LOOPBACK}:{port}")

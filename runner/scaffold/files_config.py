@@ -16,6 +16,7 @@ __all__ = [
     "ALL_VERBS",
     "HEALTH_PORT",
     "SCORECARD_IMAGE",
+    "TERMINATION_GRACE_SECONDS",
     "config_files",
     "manager_role",
     "rbac_kustomization",
@@ -24,6 +25,10 @@ __all__ = [
 HEALTH_PORT = 6789
 RECONCILE_TIMEOUT = "30m"
 """How long one Ansible run of a scaffolded operator may take before it is stopped."""
+TERMINATION_GRACE_SECONDS = 45
+"""The pod's terminationGracePeriodSeconds: the runtime's `--graceful-shutdown-timeout`
+(30 s, as in the Go operator) for runs in flight, then a margin to release the Lease and
+stop before the kubelet's SIGKILL."""
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 SCORECARD_IMAGE = "quay.io/operator-framework/scorecard-test:v1.42.0"
 _RBAC_API = "rbac.authorization.k8s.io"
@@ -158,7 +163,7 @@ def _manager(project: str) -> str:
                     "containers": [container],
                     "volumes": [{"name": "tmp", "emptyDir": {}}],
                     "serviceAccountName": "controller-manager",
-                    "terminationGracePeriodSeconds": 30,
+                    "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
                 },
             },
         },

@@ -170,9 +170,11 @@ catalog-push: ## push the catalog image CATALOG_IMG
 _REQUIREMENTS = """\
 ---
 # Ansible collections the roles need beyond what the runtime image ships.
-# Already there: operator_sdk.util (0.5.0 API, bundled with ansible-operator) and
-# kubernetes.core, cloud.common and the rest of the `ansible` package. The image build
-# installs what is listed here with `ansible-galaxy collection install -r`, e.g.:
+# Already in the runtime image: operator_sdk.util (0.5.0 API, bundled with
+# ansible-operator), kubernetes.core and community.docker (docs/images.md); listing them
+# here is fine, nothing is fetched for them. The image build installs the rest with
+# `ansible-galaxy collection install -r` (which needs Ansible Galaxy), and the operator
+# warns at start-up about any that is missing or at another major version:
 #   - name: community.general
 #     version: "10.0.0"
 collections: []
