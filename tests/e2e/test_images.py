@@ -315,6 +315,17 @@ def test_push_and_pull_through_the_loopback_registry(
     # down removes the process and its storage
     again = _cluster("registry", state_dir=registry_cluster)
     assert again.returncode == 0 and again.stdout.strip() == serving.address
+    # restarted with TLS from the cluster's CA: verified HTTPS, the same storage
+    secure = _cluster("registry", "--tls", state_dir=registry_cluster)
+    assert secure.returncode == 0, secure.stderr
+    tls = registry.info(cluster)
+    assert tls is not None and tls.tls and tls.ca_file
+    assert tls.ca_file == str(registry_cluster / "pki" / "ca.crt")
+    https = process.Endpoint(tls.url, ca_file=Path(tls.ca_file))
+    assert json.loads(https.request("/v2/_catalog")[1])["repositories"] == sorted(
+        listed["repositories"]
+    )
+    assert not process.Endpoint(f"http://{tls.address}").ok("/v2/")
     addon = cluster.addons()[registry.ADDON]
     storage = registry_cluster / "registry" / "storage"
     assert any(storage.rglob("*"))
