@@ -24,7 +24,7 @@ CONTAINER_TOOL ?= docker
 BASE_IMAGE ?=
 ANSIBLE_CORE ?=
 REGISTRY ?=
-REGISTRY_ADDRESS = $(if $(filter local,$(REGISTRY)),$(shell $(OPERATOR) cluster registry),$(REGISTRY))
+REGISTRY_ADDRESS = $(if $(filter local,$(REGISTRY)),$(or $(shell $(OPERATOR) cluster registry),$(error REGISTRY=local: no local registry (start the cluster: ansible-operator cluster up --registry))),$(REGISTRY))
 IMAGE_BUILD = $(OPERATOR) image build --tool $(CONTAINER_TOOL)
 IMAGE_PUSH = $(OPERATOR) image push --tool $(CONTAINER_TOOL)
 

@@ -312,6 +312,10 @@ class LocalCluster:
                 # Only the node-lifecycle controller (off here) would lift the not-ready
                 # taint from the fake node; without this admission there is none to lift.
                 "--disable-admission-plugins=TaintNodesByCondition",
+                # Namespace annotations that give every pod of the namespace a node
+                # selector and tolerations: how OLM's bundle unpack Jobs, which carry
+                # neither, reach the real node (docs/real-node.md). No-ops elsewhere.
+                "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
                 # The `kubernetes` Service cannot point at a loopback address.
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",

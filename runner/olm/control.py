@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from runner.cluster.components import olm_operators
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 from runner.k8s import KubeClient
-from runner.olm import api, model
+from runner.olm import api, model, servicedial
 from runner.olm.images import OLMImages, ensure_olm_images
 
 Progress = Callable[[str], None]
@@ -35,6 +36,8 @@ Obj = dict[str, Any]
 
 # Add-on names of the two operators, in start order.
 OPERATORS = ("olm-operator", "catalog-operator")
+# The SOCKS5 proxy through which the catalog operator reaches registry pods' Services.
+SERVICE_DIAL = "olm-service-dial"
 _BINARY = {"olm-operator": "olm", "catalog-operator": "catalog"}
 
 
@@ -124,13 +127,20 @@ def install(cluster: LocalCluster, *, progress: Progress = print) -> float:
     asyncio.run(_apply_base(cluster, crds, progress))
     ports = load_ports(cluster)
     health = healthy(cluster)
+    dial_port = None
+    if images is not None:
+        dial_port = _ensure_service_dial(cluster, ports, progress)
+        if dial_port != ports.get(SERVICE_DIAL):
+            health["catalog-operator"] = False  # restart it with the proxy's new port
+        ports[SERVICE_DIAL] = dial_port
+        _save_ports(cluster, ports)
     for name in OPERATORS:
         if health[name]:
             progress(f"{name} already running")
             continue
         ports[name] = process.free_port()
         _save_ports(cluster, ports)
-        _start(cluster, name, binaries[_BINARY[name]], ports[name], progress, images)
+        _start(cluster, name, binaries[_BINARY[name]], ports[name], progress, images, dial_port)
     asyncio.run(_wait_working(cluster))
     elapsed = time.monotonic() - started
     progress(f"OLM {version()} running in {elapsed:.1f} s")
@@ -200,6 +210,7 @@ def _start(
     port: int,
     progress: Progress,
     images: OLMImages | None,
+    dial_port: int | None,
 ) -> None:
     kubeconfig = str(cluster.kubeconfig)
     env = {
@@ -214,10 +225,38 @@ def _start(
         argv.append(f"--kubeconfig={kubeconfig}")
         if images is not None:
             argv += images.catalog_flags()
+        if dial_port is not None:
+            env.update(servicedial.proxy_environ(dial_port))
     progress(f"starting {name} (health {process.LOOPBACK}:{port})")
     running = cluster.start_addon(name, argv, env=env)
     endpoint = process.Endpoint(f"http://{process.LOOPBACK}:{port}")
     process.wait_until_ready(running, endpoint, "/healthz", timeout=120)
+
+
+def _ensure_service_dial(cluster: LocalCluster, ports: dict[str, int], progress: Progress) -> int:
+    """Start the service proxy unless it runs; return its port."""
+    running = cluster.addons().get(SERVICE_DIAL)
+    port = ports.get(SERVICE_DIAL)
+    if running is not None and port and process.is_running(running.pid, running.binary):
+        return port
+    port = process.free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "runner.olm.servicedial",
+        f"--kubeconfig={cluster.kubeconfig}",
+        f"--port={port}",
+    ]
+    progress(f"starting {SERVICE_DIAL} (SOCKS5 {process.LOOPBACK}:{port} to Services' pods)")
+    running = cluster.start_addon(SERVICE_DIAL, argv)
+    deadline = time.monotonic() + 30
+    while not process.port_in_use(port):
+        if time.monotonic() > deadline or not process.is_running(running.pid, running.binary):
+            raise ClusterError(
+                f"{SERVICE_DIAL} did not listen on {process.LOOPBACK}:{port}; see {running.log}"
+            )
+        time.sleep(0.1)
+    return port
 
 
 async def _wait_working(cluster: LocalCluster) -> None:
@@ -247,7 +286,7 @@ def uninstall(cluster: LocalCluster, *, progress: Progress = print) -> None:
     with `olm run-bundle` are cleaned up before (`bundles.cleanup`), by the caller."""
     if cluster.kubeconfig.is_file() and cluster.is_up():
         asyncio.run(_delete_csvs(cluster, progress))
-    for name in reversed(OPERATORS):
+    for name in (*reversed(OPERATORS), SERVICE_DIAL):
         if cluster.stop_addon(name):
             progress(f"stopped {name}")
     if cluster.kubeconfig.is_file() and cluster.is_up():
