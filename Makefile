@@ -24,7 +24,7 @@ CONTAINER_TOOL ?= docker
 BASE_IMAGE ?=
 ANSIBLE_CORE ?=
 REGISTRY ?=
-REGISTRY_ADDRESS = $(if $(filter local,$(REGISTRY)),$(shell $(OPERATOR) cluster registry),$(REGISTRY))
+REGISTRY_ADDRESS = $(if $(filter local,$(REGISTRY)),$(or $(shell $(OPERATOR) cluster registry),$(error REGISTRY=local: no local registry (start the cluster: ansible-operator cluster up --registry))),$(REGISTRY))
 IMAGE_BUILD = $(OPERATOR) image build --tool $(CONTAINER_TOOL)
 IMAGE_PUSH = $(OPERATOR) image push --tool $(CONTAINER_TOOL)
 
@@ -71,28 +71,37 @@ format: venv ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix runner tests bench
 	$(BIN)/ruff format runner tests bench
 
-# The real node's runtime (runc, containerd), CNI plugins, the pause image's init and the
-# tools its network setup calls: Debian packages, installed where missing.
+# Debian packages the tests need, installed where missing: the real node's runtime (runc,
+# containerd), CNI plugins, the pause image's init and the tools its network setup calls;
+# the image tools (podman, buildah, mmdebstrap, skopeo); the shells completion is tested in.
 NODE_PACKAGES := containerd runc containernetworking-plugins catatonit iptables iproute2
+IMAGE_PACKAGES := podman buildah mmdebstrap skopeo
+SHELL_PACKAGES := zsh fish
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# apt-get install of the packages of $(1) that dpkg does not list as installed.
+define install_missing
+	@missing="$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done)"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing" $$missing; \
+		$(SUDO) apt-get install -y -q $$missing \
+			|| { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; }; \
+	fi
+endef
 
 .PHONY: node-packages
 node-packages: ## install the Debian packages a real node needs (cluster up --real-node), if missing
-	@missing="$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done)"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing" $$missing; \
-		$(SUDO) apt-get install -y --no-install-recommends $$missing \
-			|| { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; }; \
-	fi
+	$(call install_missing,$(NODE_PACKAGES))
 
 .PHONY: container-tools
-container-tools: ## install podman, buildah, mmdebstrap, skopeo and runc where missing (apt)
-	@missing=$$(for tool in podman buildah mmdebstrap skopeo runc; do \
-	  command -v $$tool >/dev/null || echo $$tool; done); \
-	if [ -n "$$missing" ]; then $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; fi
+container-tools: ## install podman, buildah, mmdebstrap and skopeo where missing (apt)
+	$(call install_missing,$(IMAGE_PACKAGES))
+
+.PHONY: test-packages
+test-packages: ## every Debian package `make test` needs, where missing
+	$(call install_missing,$(NODE_PACKAGES) $(IMAGE_PACKAGES) $(SHELL_PACKAGES))
 
 .PHONY: test
-test: lint binaries node-packages container-tools venv-core218 ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
+test: lint binaries test-packages venv-core218 ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
 	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
 	$(CORE218_PYTEST) $(CORE218_TESTS) $(PYTEST_ARGS); rc218=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rc218

@@ -126,11 +126,12 @@ def ensure_built(
     wanted = list(components)
     todo = missing(wanted, root)
     if todo:
-        by_module: dict[GoModule, list[Component]] = {}
+        # One `go build` per module and set of source edits (the edits apply to a group).
+        groups: dict[tuple[GoModule, tuple[SourceEdit, ...]], list[Component]] = {}
         for component in todo:
-            by_module.setdefault(component.module, []).append(component)
-        go = check_go(by_module)
-        for module, group in by_module.items():
+            groups.setdefault((component.module, component.edits), []).append(component)
+        go = check_go(module for module, _ in groups)
+        for (module, _), group in groups.items():
             _build_module(go, module, group, root=root, progress=progress)
     return {c.name: binary_path(c, root) for c in wanted}
 
@@ -257,6 +258,7 @@ def write_edited_modules(
             target = copy / edit.path
             if edit.source is not None:
                 try:
+                    target.parent.mkdir(parents=True, exist_ok=True)  # a new package
                     shutil.copyfile(edit.source, target)
                 except OSError as exc:
                     raise ClusterError(f"{edit.source}: cannot add it: {exc}") from exc

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from runner.cluster import build, registry
 from runner.cluster.components import kubelet, olm_operators, tools
+from runner.cluster.components import registry as registry_component
 from runner.cluster.local import LocalCluster, default_state_dir
 from runner.errors import ClusterError
 
@@ -28,11 +29,13 @@ def dispatch(args: argparse.Namespace) -> int:
     cluster = LocalCluster(state_dir)
     if args.action == "up":
         if args.build_only:
-            # The kubelet, the OLM validators (operator-sdk, opm) and OLM's operators are
-            # built too: tests, `up --real-node`, `make bundle-validate` and `olm install`
-            # use them, `up` does not.
+            # The kubelet, the registry, the OLM validators (operator-sdk, opm) and OLM's
+            # operators are built too: tests, `up --real-node`, `up --registry`,
+            # `make bundle-validate` and `olm install` use them, `up` does not.
             built = cluster.build(progress=_progress)
-            built |= build.ensure_built([kubelet()], root=cluster.cache, progress=_progress)
+            built |= build.ensure_built(
+                [kubelet(), registry_component()], root=cluster.cache, progress=_progress
+            )
             built |= build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
             built |= build.ensure_built(
                 olm_operators().values(), root=cluster.cache, progress=_progress

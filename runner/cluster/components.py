@@ -247,3 +247,33 @@ def olm_operators(root: Path | None = None) -> dict[str, Component]:
         )
         for name in ("olm", "catalog")
     }
+
+
+def olm_utilities(root: Path | None = None) -> dict[str, Component]:
+    """The programs of OLM's helper images, from the same module as `olm_operators()`.
+
+    The catalog operator unpacks bundle images with Jobs whose init container copies
+    `/bin/cpb` out of its `--util-image` (`util/cpb`), and a CatalogSource with
+    `grpcPodConfig.extractContent` copies `/bin/copy-content` (`cmd/copy-content`); every
+    catalog registry pod is probed with `grpc_health_probe`, which is not part of OLM:
+    our own small client of gRPC's health service is added to the module copy as
+    `cmd/grpc_health_probe` (its cache directory carries the digest of that source).
+    """
+    base = root or tools_dir()
+    lifecycle = GoModule(base / "olm", "github.com/operator-framework/operator-lifecycle-manager")
+    probe = (
+        SourceEdit(
+            lifecycle.source_module,
+            "cmd/grpc_health_probe/main.go",
+            source=base / "olm" / "added" / "grpc_health_probe.go",
+        ),
+    )
+    packages = {
+        "cpb": "util/cpb",
+        "copy-content": "cmd/copy-content",
+        "grpc_health_probe": "cmd/grpc_health_probe",
+    }
+    return {
+        name: Component(name, lifecycle, f"{lifecycle.source_module}/{path}", (), (), probe)
+        for name, path in packages.items()
+    }

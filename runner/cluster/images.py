@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.cluster import build as go_build
-from runner.cluster.components import tools
+from runner.cluster.components import olm_utilities, tools
 from runner.errors import ClusterError
 
 Progress = Callable[[str], None]
@@ -392,26 +392,43 @@ def push(tool: str, image: str, *, cache: Path, progress: Progress = print) -> N
 
 OPM_REPOSITORY = "localhost/ansible-operator-opm"
 OPM_DOCKERFILE = """\
-# opm (built from its Go module, static) as /bin/opm, the catalog images' base.
+# opm (built from its Go module, static) as /bin/opm, the catalog images' base, with the
+# grpc_health_probe OLM's catalog operator probes registry pods with; /tmp for opm's
+# cache, writable by any user as in operator-framework's image.
 FROM scratch
-COPY opm /bin/opm
+COPY rootfs/ /
+COPY opm grpc_health_probe /bin/
+ENV PATH=/bin
 USER 1001
 ENTRYPOINT ["/bin/opm"]
 """
 
 
-def ensure_opm_image(tool: str, cache: Path, *, progress: Progress = print) -> str:
-    """The tag of an image holding the opm built here (built first time)."""
-    opm = tools()["opm"]
-    binary = go_build.ensure_built([opm], root=cache, progress=progress)["opm"]
-    digest = hashlib.sha256(OPM_DOCKERFILE.encode() + binary.read_bytes()).hexdigest()[:12]
-    tag = f"{OPM_REPOSITORY}:{opm.version}-{digest}"
+def build_context_image(
+    tool: str,
+    *,
+    tag: str,
+    dockerfile: str,
+    files: Mapping[str, Path],
+    cache: Path,
+    shared_dirs: Sequence[str] = (),
+    progress: Progress = print,
+) -> None:
+    """Build `dockerfile` in a context holding `files` (name -> path) and `rootfs/<dir>`
+    (mode 1777, like /tmp) for each of `shared_dirs`, unless `tag` (which names a digest
+    of the inputs) already exists."""
     env = tool_environ(tool, cache)
     if image_exists(tool, tag, env):
-        return tag
-    with tempfile.TemporaryDirectory(prefix="opm-image-") as work:
-        shutil.copy2(binary, Path(work) / "opm")
-        (Path(work) / "Dockerfile").write_text(OPM_DOCKERFILE, encoding="utf-8")
+        return
+    with tempfile.TemporaryDirectory(prefix="image-context-") as work:
+        for name, path in files.items():
+            shutil.copy2(path, Path(work) / name)
+        (Path(work) / "rootfs").mkdir()
+        for directory in shared_dirs:
+            shared = Path(work) / "rootfs" / directory.strip("/")
+            shared.mkdir(parents=True)
+            shared.chmod(0o1777)
+        (Path(work) / "Dockerfile").write_text(dockerfile, encoding="utf-8")
         argv = build_argv(
             tool, tag=tag, dockerfile=f"{work}/Dockerfile", context=work, build_args={}, secrets={}
         )
@@ -419,4 +436,36 @@ def ensure_opm_image(tool: str, cache: Path, *, progress: Progress = print) -> s
         result = subprocess.run(argv, env=env, check=False)
     if result.returncode != 0:
         raise ClusterError(f"{tool} build of {tag} failed (exit {result.returncode})")
+
+
+def inputs_digest(dockerfile: str, files: Mapping[str, Path]) -> str:
+    """A short digest of a Dockerfile and the files of its context."""
+    digest = hashlib.sha256(dockerfile.encode())
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0")
+        with files[name].open("rb") as stream:
+            digest.update(hashlib.file_digest(stream, "sha256").digest())
+    return digest.hexdigest()[:12]
+
+
+def ensure_opm_image(tool: str, cache: Path, *, progress: Progress = print) -> str:
+    """The tag of an image holding the opm built here (built first time)."""
+    opm = tools()["opm"]
+    probe = olm_utilities()["grpc_health_probe"]
+    files = {
+        "opm": go_build.ensure_built([opm], root=cache, progress=progress)["opm"],
+        "grpc_health_probe": go_build.ensure_built([probe], root=cache, progress=progress)[
+            "grpc_health_probe"
+        ],
+    }
+    tag = f"{OPM_REPOSITORY}:{opm.version}-{inputs_digest(OPM_DOCKERFILE, files)}"
+    build_context_image(
+        tool,
+        tag=tag,
+        dockerfile=OPM_DOCKERFILE,
+        files=files,
+        cache=cache,
+        shared_dirs=("tmp",),
+        progress=progress,
+    )
     return tag

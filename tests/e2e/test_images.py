@@ -235,7 +235,9 @@ def registry_cluster(tmp_path: Path) -> Iterator[Path]:
     LocalCluster(state_dir).down()
 
 
-def test_push_and_pull_through_the_loopback_registry(registry_cluster: Path, runtime: str) -> None:
+def test_push_and_pull_through_the_loopback_registry(
+    registry_cluster: Path, runtime: str, tmp_path: Path
+) -> None:
     up = _cluster("up", "--registry", state_dir=registry_cluster)
     assert up.returncode == 0, up.stderr
     cluster = LocalCluster(registry_cluster)
@@ -257,10 +259,73 @@ def test_push_and_pull_through_the_loopback_registry(registry_cluster: Path, run
     finally:
         built.podman("rmi", "--force", pushed, check=False)
 
+    # the bundle and catalog images OLM installs from, built with podman (the catalog on
+    # an opm image made here) and pushed there too
+    bundle_image = f"{serving.address}/memcached-operator-bundle:v0.1.0"
+    catalog_image = f"{serving.address}/memcached-operator-catalog:v0.1.0"
+    context = tmp_path / "catalog-context"
+    generate = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "runner.cli",
+            "catalog",
+            "generate",
+            "--bundle",
+            str(REPO / "bundle"),
+            "--output",
+            str(context / "catalog"),
+            "--bundle-image",
+            bundle_image,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert generate.returncode == 0, generate.stderr
+    try:
+        images.build(
+            "podman",
+            tag=bundle_image,
+            dockerfile=str(REPO / "bundle.Dockerfile"),
+            context=str(REPO),
+            cache=built.cache(),
+        )
+        images.build(
+            "podman",
+            tag=catalog_image,
+            dockerfile=str(context / "catalog.Dockerfile"),
+            context=str(context),
+            cache=built.cache(),
+            build_args={"OPM_IMAGE": images.LOCAL_BASE},
+        )
+        for image in (bundle_image, catalog_image):
+            images.push("podman", image, cache=built.cache())
+    finally:
+        built.podman("rmi", "--force", bundle_image, catalog_image, check=False)
+    listed = json.loads(process.Endpoint(serving.url).request("/v2/_catalog")[1])
+    assert set(listed["repositories"]) == {
+        "ansible-operator",
+        "memcached-operator-bundle",
+        "memcached-operator-catalog",
+    }
+
     # started alone on an up cluster: the same registry (idempotent), then stopped, then
     # down removes the process and its storage
     again = _cluster("registry", state_dir=registry_cluster)
     assert again.returncode == 0 and again.stdout.strip() == serving.address
+    # restarted with TLS from the cluster's CA: verified HTTPS, the same storage
+    secure = _cluster("registry", "--tls", state_dir=registry_cluster)
+    assert secure.returncode == 0, secure.stderr
+    tls = registry.info(cluster)
+    assert tls is not None and tls.tls and tls.ca_file
+    assert tls.ca_file == str(registry_cluster / "pki" / "ca.crt")
+    https = process.Endpoint(tls.url, ca_file=Path(tls.ca_file))
+    assert json.loads(https.request("/v2/_catalog")[1])["repositories"] == sorted(
+        listed["repositories"]
+    )
+    assert not process.Endpoint(f"http://{tls.address}").ok("/v2/")
     addon = cluster.addons()[registry.ADDON]
     storage = registry_cluster / "registry" / "storage"
     assert any(storage.rglob("*"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.cluster import machine, nodeconfig, oci, realnode
+from runner.cluster import machine, nodeconfig, oci, realnode, sweep
 from runner.cluster.nodeconfig import NodeLayout
 
 
@@ -151,7 +151,7 @@ def test_kubelet_config_taints_the_node_and_leaves_iptables_alone(tmp_path: Path
 
 
 def test_shim_socket_is_where_containerd_puts_it() -> None:
-    socket = machine.shim_socket(Path("/run/x/containerd.sock"), "k8s.io", "abc")
+    socket = sweep.shim_socket(Path("/run/x/containerd.sock"), "k8s.io", "abc")
 
     expected = hashlib.sha256(b"/run/x/containerd.sock/k8s.io/abc").hexdigest()
     assert socket == Path("/run/containerd/s") / expected
@@ -208,3 +208,20 @@ def test_the_node_uses_the_registry_the_cluster_recorded(tmp_path: Path) -> None
 
     assert realnode._recorded_registry(tmp_path) == (5123, None)
     assert realnode._recorded_registry(tmp_path / "none") is None
+
+
+def test_up_with_a_real_node_says_what_is_missing_before_starting_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.cluster.local import LocalCluster
+    from runner.errors import ClusterError
+
+    monkeypatch.setattr(machine, "_found", lambda path: path != "catatonit")
+    cluster = LocalCluster(tmp_path / "cluster")
+
+    with pytest.raises(ClusterError) as raised:
+        cluster.up(real_node=True, progress=lambda _message: None)
+
+    assert "cannot run a real node" in str(raised.value)
+    assert "apt-get install -y catatonit" in str(raised.value)
+    assert not (tmp_path / "cluster").exists()
