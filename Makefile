@@ -101,8 +101,35 @@ test-packages: ## every Debian package `make test` needs, where missing
 	$(call install_missing,$(NODE_PACKAGES) $(IMAGE_PACKAGES) $(SHELL_PACKAGES))
 
 .PHONY: test
-test: lint binaries test-packages ## everything CI runs: lint, unit, integration and e2e tests
-	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+test: lint binaries test-packages venv-core218 ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
+	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
+	$(CORE218_PYTEST) $(CORE218_TESTS) $(PYTEST_ARGS); rc218=$$?; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rc218
+
+# The second ansible-core line CI tests: the main venv has the newest the ranges allow
+# (2.19, ansible 12); this one has 2.18 with ansible 11, the line of operator-sdk's Go
+# image. Its tests: the hooks' unit tests and both backends in process, the sample
+# operator and the backend-equivalence suite with operators run by its interpreter.
+CORE218_VENV ?= .venv-core218
+CORE218_PINS := 'ansible-core>=2.18,<2.19' 'ansible>=11,<12'
+CORE218_TESTS ?= tests/unit/ansible tests/integration/test_ansible_backend.py \
+	tests/integration/test_fast_backend.py tests/integration/test_memcached_sample.py \
+	tests/integration/test_backend_equivalence.py
+CORE218_PYTEST = ANSIBLE_OPERATOR_TEST_PYTHON=$(abspath $(CORE218_VENV))/bin/python \
+	$(CORE218_VENV)/bin/pytest
+
+$(CORE218_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(CORE218_VENV)
+	$(CORE218_VENV)/bin/pip install --quiet --upgrade pip
+	$(CORE218_VENV)/bin/pip install --quiet -e '.[test]' $(CORE218_PINS)
+	touch $@
+
+.PHONY: venv-core218
+venv-core218: $(CORE218_VENV)/.installed ## create .venv-core218: the project on ansible-core 2.18 (ansible 11)
+
+.PHONY: test-core218
+test-core218: venv-core218 binaries ## only the ansible-core 2.18 line's tests (CORE218_TESTS)
+	$(CORE218_PYTEST) $(CORE218_TESTS) $(PYTEST_ARGS)
 
 .PHONY: molecule
 molecule: venv ## molecule test of molecule/default and molecule/role (local cluster unless KUBECONFIG is set)
@@ -135,7 +162,7 @@ run: venv ## run the memcached sample operator (local cluster unless KUBECONFIG 
 .PHONY: clean
 clean: ## remove the virtualenv and local state (keeps the binary cache in ~/.cache)
 	-$(OPERATOR) cluster down 2>/dev/null
-	rm -rf $(VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CORE218_VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
 
 # bench/compare.py's options for its three runs in `make bench`: N CRs at once
 # (COMPARE_ARGS, e.g. '--counts 1,20'), one CR at a time (LATENCY_ARGS) and 5,000 CRs

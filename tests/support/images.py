@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from runner.cluster import build, images
-from runner.scaffold.files_project import RUNTIME_IMAGE
 from support.operator import REPO
 
 TOOL = "podman"
@@ -74,26 +73,17 @@ def runtime_image() -> str:
 
 
 def sample_image() -> str:
-    """The memcached sample's image on top of `runtime_image()` (sample.Dockerfile names
-    the runtime by its published name, so that name is given to it first)."""
+    """The memcached sample's image on top of `runtime_image()`: sample.Dockerfile names
+    the runtime by its published name, which `--from` replaces (the shared tag of that
+    name is left alone: other sessions may have built another runtime)."""
     runtime = runtime_image()
     tag = f"localhost/memcached-operator-test:{digest(SAMPLE_INPUTS, {'runtime': runtime})}"
     if not exists(tag):
-        podman("tag", runtime, f"{RUNTIME_IMAGE}:{_runtime_version()}")
-        images.build(
-            TOOL,
-            tag=tag,
-            dockerfile=str(REPO / "sample.Dockerfile"),
-            context=str(REPO),
-            cache=cache(),
+        dockerfile = str(REPO / "sample.Dockerfile")
+        podman(
+            "build", "--network", "host", "--from", runtime, "-f", dockerfile, "-t", tag, str(REPO)
         )
     return tag
-
-
-def _runtime_version() -> str:
-    from runner import __version__
-
-    return __version__
 
 
 def layers(tag: str) -> list[tuple[int, str]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.cluster import build, machine, nodeconfig, oci
+from runner.cluster import build, machine, nodeconfig, oci, podnet, sweep
 from runner.cluster.components import components
 from runner.cluster.local import LocalCluster
 from runner.cluster.realnode import RealNode
@@ -90,6 +90,7 @@ class MachineSnapshot:
     mounts: frozenset[str]
     netns: frozenset[str]
     iptables: dict[str, frozenset[str]]
+    other_real_nodes: bool
 
     @classmethod
     def take(cls) -> MachineSnapshot:
@@ -109,6 +110,7 @@ class MachineSnapshot:
             mounts=frozenset(line.split()[4] for line in mounts),
             netns=netns,
             iptables={family: frozenset(_iptables_rules(family)) for family in ("ipv4", "ipv6")},
+            other_real_nodes=other_real_nodes(),
         )
 
 
@@ -134,20 +136,20 @@ def leftovers(node: RealNode) -> list[str]:
     """What of `node` is still on the machine (processes, mounts, cgroups, bridge,
     iptables chains, run directory); empty when it was removed completely."""
     layout = node.layout
-    found = [f"process {pid}" for pid in machine.owned_pids(layout)]
+    found = [f"process {pid}" for pid in sweep.owned_pids(layout)]
     found += [
         f"process {pid} ({name})"
         for pid, name in _processes_mentioning(str(layout.home), str(layout.run_dir))
     ]
-    found += [f"mount {point}" for point in machine.mounts_under(layout.owned_paths())]
-    found += [f"cgroup {path}" for path in machine.remaining_cgroups(layout.cgroup_root)]
+    found += [f"mount {point}" for point in sweep.mounts_under(layout.owned_paths())]
+    found += [f"cgroup {path}" for path in sweep.remaining_cgroups(layout.cgroup_root)]
     link = subprocess.run(
         [machine.program("ip"), "link", "show", layout.bridge], capture_output=True, check=False
     )
     if link.returncode == 0:
         found.append(f"bridge {layout.bridge}")
     for family in ("ipv4", "ipv6"):
-        for table, chains in machine.iptables_chains(family).items():
+        for table, chains in podnet.iptables_chains(family).items():
             found += [
                 f"{family} chain {table}/{chain}"
                 for chain in chains

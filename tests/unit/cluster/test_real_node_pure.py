@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.cluster import machine, nodeconfig, oci, realnode
+from runner.cluster import machine, nodeconfig, oci, realnode, sweep
 from runner.cluster.nodeconfig import NodeLayout
 
 
@@ -151,7 +151,7 @@ def test_kubelet_config_taints_the_node_and_leaves_iptables_alone(tmp_path: Path
 
 
 def test_shim_socket_is_where_containerd_puts_it() -> None:
-    socket = machine.shim_socket(Path("/run/x/containerd.sock"), "k8s.io", "abc")
+    socket = sweep.shim_socket(Path("/run/x/containerd.sock"), "k8s.io", "abc")
 
     expected = hashlib.sha256(b"/run/x/containerd.sock/k8s.io/abc").hexdigest()
     assert socket == Path("/run/containerd/s") / expected
