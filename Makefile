@@ -139,6 +139,10 @@ molecule: venv ## molecule test of molecule/default and molecule/role (local clu
 test-olm: venv ## only the OLM end-to-end test (a private cluster with OLM; builds OLM the first time)
 	$(BIN)/pytest tests/e2e/test_olm.py $(PYTEST_ARGS)
 
+.PHONY: test-olm-images
+test-olm-images: venv ## only OLM from images (a private cluster with a registry, a real node and OLM)
+	$(BIN)/pytest tests/e2e/test_olm_images.py $(PYTEST_ARGS)
+
 .PHONY: test-unit
 test-unit: venv ## only the tests that need no cluster
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

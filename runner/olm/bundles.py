@@ -581,6 +581,8 @@ async def _cleanup(cluster: LocalCluster, run: Run, keep_crds: bool, progress: P
                     namespace=run.namespace,
                     body={"metadata": {"finalizers": None}},
                 )
+        # `names`, not only the CSVs left: a replaced CSV's objects may outlive it.
+        await _delete_owned_cluster_rbac(client, run, names, progress)
         await api.delete(client, model.CATALOG_SOURCE, run.catalog_source, run.namespace)
         if run.operator_group:
             await api.delete(client, model.OPERATOR_GROUP, run.operator_group, run.namespace)
@@ -592,6 +594,22 @@ async def _cleanup(cluster: LocalCluster, run: Run, keep_crds: bool, progress: P
             progress(f"deleting namespace {run.namespace}")
     finally:
         await client.close()
+
+
+async def _delete_owned_cluster_rbac(
+    client: KubeClient, run: Run, csv_names: set[str], progress: Progress
+) -> None:
+    """ClusterRoles and -Bindings OLM labelled as owned by the run's CSVs (the bundle's
+    own cluster-scoped manifests among them), which OLM's garbage collection removes
+    only some time after the CSVs are gone: `cleanup` leaves nothing behind."""
+    # They carry only `olm.managed` and `olm.owner` (the CSV's name), no namespace.
+    selector = "olm.managed=true"
+    for gvk in (model.CLUSTER_ROLE_BINDING, model.CLUSTER_ROLE):
+        found, _ = await client.list(gvk, namespace=None, label_selector=selector)
+        for obj in found:
+            owner = (obj["metadata"].get("labels") or {}).get("olm.owner")
+            if owner in csv_names and await api.delete(client, gvk, obj["metadata"]["name"], None):
+                progress(f"deleting {gvk.kind} {obj['metadata']['name']}")
 
 
 # -- status, kubeconfig ------------------------------------------------------------------

@@ -21,6 +21,8 @@ NAMESPACE = GVK("", "v1", "Namespace")
 SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 POD = GVK("", "v1", "Pod")
+CLUSTER_ROLE = GVK("rbac.authorization.k8s.io", "v1", "ClusterRole")
+CLUSTER_ROLE_BINDING = GVK("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")
 
 # Where OLM itself lives, as in OLM's upstream manifests.
 OLM_NAMESPACE = "olm"
