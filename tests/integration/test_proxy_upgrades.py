@@ -11,6 +11,8 @@ dropping `Connection: Upgrade` gets. The real thing, on a real node, is in
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,11 +22,13 @@ import pytest
 import yaml
 from support.kube import wait_for
 
+from runner.cluster import build
+from runner.cluster.components import components
 from runner.cluster.local import FAKE_NODE
 from runner.k8s.client import KubeClient
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
-from runner.proxy.owner import Owner
+from runner.proxy.owner import KUBECTL_ENV, Owner
 from runner.proxy.server import ProxyServer
 
 ERROR_CHANNEL = 3
@@ -72,11 +76,9 @@ async def joined(thread: threading.Thread, result: dict[str, Any], timeout: floa
     return result
 
 
-async def test_exec_through_the_proxy_reaches_the_api_servers_upgrade_handling(
-    proxy_kubeconfig: Path, api_client: Any, namespace: str
-) -> None:
-    from kubernetes import client, config
-    from kubernetes.stream import stream
+def fake_pod(api_client: Any, namespace: str) -> None:
+    """A pod "fake" Running on the kwok node (no kubelet behind it)."""
+    from kubernetes import client
 
     core = client.CoreV1Api(api_client)
     core.create_namespaced_pod(
@@ -94,6 +96,14 @@ async def test_exec_through_the_proxy_reaches_the_api_servers_upgrade_handling(
         message="pod on the fake node Running",
     )
 
+
+async def test_exec_through_the_proxy_reaches_the_api_servers_upgrade_handling(
+    proxy_kubeconfig: Path, api_client: Any, namespace: str
+) -> None:
+    from kubernetes import client, config
+    from kubernetes.stream import stream
+
+    fake_pod(api_client, namespace)
     through_proxy = config.new_client_from_config(config_file=str(proxy_kubeconfig))
 
     def run_exec() -> Any:
@@ -118,3 +128,30 @@ async def test_exec_through_the_proxy_reaches_the_api_servers_upgrade_handling(
     assert "Upgrade request required" not in error
     # kube-apiserver reached the node (here kwok's fake one) for the session.
     assert "upgrade connection" in error or "dialing backend" in error, error
+
+
+async def test_kubectl_with_a_runs_kubeconfig_and_environment(
+    proxy_kubeconfig: Path, api_client: Any, namespace: str
+) -> None:
+    """`kubectl` in a role (`command:` with the run's KUBECONFIG and environment) sends
+    the secret from the kubeconfig too, and its exec reaches the node."""
+    fake_pod(api_client, namespace)
+    kubectl = build.binary_path(components()["kubectl"], build.cache_root())
+    env = {**os.environ, "KUBECONFIG": str(proxy_kubeconfig), **KUBECTL_ENV}
+
+    async def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(
+            subprocess.run,
+            [str(kubectl), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    got = await run("get", "pod", "fake", "-n", namespace, "-o", "name")
+    assert (got.returncode, got.stdout.strip()) == (0, "pod/fake"), got.stderr
+    executed = await run("exec", "-n", namespace, "fake", "--", "true")
+    assert executed.returncode != 0  # nothing to exec into on a fake node
+    assert "Upgrade request required" not in executed.stderr
+    assert "unable to upgrade connection" in executed.stderr, executed.stderr
