@@ -13,10 +13,20 @@ PYTEST_ARGS ?=
 # $KUBECONFIG when set, else the local cluster.
 KUBECTL := $(OPERATOR) cluster kubectl
 ignore-not-found ?= false
-# The runtime image the top-level Dockerfile builds; docker or podman.
+# Images: CONTAINER_TOOL is docker, podman or buildah. BASE_IMAGE is the runtime's base
+# (empty: the public python slim image; `local`: made here from Debian packages, for
+# machines without a registry). ANSIBLE_CORE is the ansible-core line (2.18 or 2.19).
+# REGISTRY, when set, is where images are named and pushed (`local`: the registry of the
+# local cluster, started if needed).
 RUNTIME_VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 RUNTIME_IMG ?= quay.io/ansible-operator-python/ansible-operator:$(RUNTIME_VERSION)
 CONTAINER_TOOL ?= docker
+BASE_IMAGE ?=
+ANSIBLE_CORE ?=
+REGISTRY ?=
+REGISTRY_ADDRESS = $(if $(filter local,$(REGISTRY)),$(or $(shell $(OPERATOR) cluster registry),$(error REGISTRY=local: no local registry (start the cluster: ansible-operator cluster up --registry))),$(REGISTRY))
+IMAGE_BUILD = $(OPERATOR) image build --tool $(CONTAINER_TOOL)
+IMAGE_PUSH = $(OPERATOR) image push --tool $(CONTAINER_TOOL)
 
 .PHONY: help
 help: ## list the targets
@@ -61,23 +71,65 @@ format: venv ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix runner tests bench
 	$(BIN)/ruff format runner tests bench
 
-# The real node's runtime (runc, containerd), CNI plugins, the pause image's init and the
-# tools its network setup calls: Debian packages, installed where missing.
+# Debian packages the tests need, installed where missing: the real node's runtime (runc,
+# containerd), CNI plugins, the pause image's init and the tools its network setup calls;
+# the image tools (podman, buildah, mmdebstrap, skopeo); the shells completion is tested in.
 NODE_PACKAGES := containerd runc containernetworking-plugins catatonit iptables iproute2
+IMAGE_PACKAGES := podman buildah mmdebstrap skopeo
+SHELL_PACKAGES := zsh fish
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# apt-get install of the packages of $(1) that dpkg does not list as installed.
+define install_missing
+	@missing="$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done)"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing" $$missing; \
+		$(SUDO) apt-get install -y -q $$missing \
+			|| { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $$missing; }; \
+	fi
+endef
 
 .PHONY: node-packages
 node-packages: ## install the Debian packages a real node needs (cluster up --real-node), if missing
-	@missing="$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done)"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing" $$missing; \
-		$(SUDO) apt-get install -y --no-install-recommends $$missing \
-			|| { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; }; \
-	fi
+	$(call install_missing,$(NODE_PACKAGES))
+
+.PHONY: container-tools
+container-tools: ## install podman, buildah, mmdebstrap and skopeo where missing (apt)
+	$(call install_missing,$(IMAGE_PACKAGES))
+
+.PHONY: test-packages
+test-packages: ## every Debian package `make test` needs, where missing
+	$(call install_missing,$(NODE_PACKAGES) $(IMAGE_PACKAGES) $(SHELL_PACKAGES))
 
 .PHONY: test
-test: lint binaries node-packages ## everything CI runs: lint, unit, integration and e2e tests
-	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+test: lint binaries test-packages venv-core218 ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
+	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
+	$(CORE218_PYTEST) $(CORE218_TESTS) $(PYTEST_ARGS); rc218=$$?; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rc218
+
+# The second ansible-core line CI tests: the main venv has the newest the ranges allow
+# (2.19, ansible 12); this one has 2.18 with ansible 11, the line of operator-sdk's Go
+# image. Its tests: the hooks' unit tests and both backends in process, the sample
+# operator and the backend-equivalence suite with operators run by its interpreter.
+CORE218_VENV ?= .venv-core218
+CORE218_PINS := 'ansible-core>=2.18,<2.19' 'ansible>=11,<12'
+CORE218_TESTS ?= tests/unit/ansible tests/integration/test_ansible_backend.py \
+	tests/integration/test_fast_backend.py tests/integration/test_memcached_sample.py \
+	tests/integration/test_backend_equivalence.py
+CORE218_PYTEST = ANSIBLE_OPERATOR_TEST_PYTHON=$(abspath $(CORE218_VENV))/bin/python \
+	$(CORE218_VENV)/bin/pytest
+
+$(CORE218_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(CORE218_VENV)
+	$(CORE218_VENV)/bin/pip install --quiet --upgrade pip
+	$(CORE218_VENV)/bin/pip install --quiet -e '.[test]' $(CORE218_PINS)
+	touch $@
+
+.PHONY: venv-core218
+venv-core218: $(CORE218_VENV)/.installed ## create .venv-core218: the project on ansible-core 2.18 (ansible 11)
+
+.PHONY: test-core218
+test-core218: venv-core218 binaries ## only the ansible-core 2.18 line's tests (CORE218_TESTS)
+	$(CORE218_PYTEST) $(CORE218_TESTS) $(PYTEST_ARGS)
 
 .PHONY: molecule
 molecule: venv ## molecule test of molecule/default and molecule/role (local cluster unless KUBECONFIG is set)
@@ -110,7 +162,7 @@ run: venv ## run the memcached sample operator (local cluster unless KUBECONFIG 
 .PHONY: clean
 clean: ## remove the virtualenv and local state (keeps the binary cache in ~/.cache)
 	-$(OPERATOR) cluster down 2>/dev/null
-	rm -rf $(VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CORE218_VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
 
 # bench/compare.py's options for its three runs in `make bench`: N CRs at once
 # (COMPARE_ARGS, e.g. '--counts 1,20'), one CR at a time (LATENCY_ARGS) and 5,000 CRs
@@ -153,12 +205,22 @@ deploy: venv ## deploy the sample operator (config/default) into the cluster
 undeploy: venv ## delete everything `deploy` created
 	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
 
+.PHONY: runtime-build
+runtime-build: venv ## build the runtime image RUNTIME_IMG (Dockerfile; BASE_IMAGE, ANSIBLE_CORE)
+	$(IMAGE_BUILD) -f Dockerfile -t $(RUNTIME_IMG) \
+	  --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg ANSIBLE_CORE=$(ANSIBLE_CORE) .
+
 .PHONY: docker-build
-docker-build: ## build the runtime image RUNTIME_IMG (prints the command without docker)
-	@if $(CONTAINER_TOOL) info >/dev/null 2>&1; then \
-	  $(CONTAINER_TOOL) build -t $(RUNTIME_IMG) . ; \
-	else echo "no working $(CONTAINER_TOOL) here; where there is one, run:" \
-	  "$(CONTAINER_TOOL) build -t $(RUNTIME_IMG) ." ; fi
+docker-build: runtime-build ## build the sample operator's image IMG (sample.Dockerfile, FROM the runtime)
+	$(IMAGE_BUILD) -f sample.Dockerfile -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: venv ## push the operator image IMG (to REGISTRY when set)
+	$(IMAGE_PUSH) $(IMG)
+
+.PHONY: runtime-push
+runtime-push: venv ## push the runtime image RUNTIME_IMG
+	$(IMAGE_PUSH) $(RUNTIME_IMG)
 
 # OLM packaging of the sample, with operator-sdk's variable names. VERSION is the
 # sample operator's version (the bundle's); IMG is its image, the one the CSV deploys.
@@ -168,9 +230,17 @@ DEFAULT_CHANNEL ?=
 REPLACES ?=
 SKIP_RANGE ?=
 IMAGE_TAG_BASE ?= example.com/memcached-operator
+ifneq ($(REGISTRY),)
+ifeq ($(origin IMAGE_TAG_BASE),file)
+IMAGE_TAG_BASE := $(REGISTRY_ADDRESS)/memcached-operator
+endif
+endif
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+# The catalog image's base, with opm (empty: operator-framework's image; `local`: made here
+# from the opm the tests build)
+OPM_IMAGE ?=
 BUNDLE_GEN_FLAGS ?= --version $(VERSION) --channels $(CHANNELS) --image $(IMG) \
 	$(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
 	$(if $(REPLACES),--replaces $(REPLACES)) $(if $(SKIP_RANGE),--skip-range '$(SKIP_RANGE)')
@@ -188,10 +258,12 @@ bundle-validate: venv ## check bundle/ with our validator and the real operator-
 	$(call OLM_TOOL,operator-sdk) bundle validate ./bundle
 
 .PHONY: bundle-build
-bundle-build: ## build the bundle image BUNDLE_IMG (prints the command when there is no docker)
-	@if $(CONTAINER_TOOL) info >/dev/null 2>&1; then \
-	  $(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) . ; \
-	else echo "no working $(CONTAINER_TOOL) here; where there is one, run: $(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) ." ; fi
+bundle-build: venv ## build the bundle image BUNDLE_IMG (bundle.Dockerfile)
+	$(IMAGE_BUILD) -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: venv ## push the bundle image BUNDLE_IMG
+	$(IMAGE_PUSH) $(BUNDLE_IMG)
 
 .PHONY: catalog
 catalog: venv ## add bundle/ (as BUNDLE_IMG) to the file-based catalog in catalog/, check it with opm
@@ -200,7 +272,9 @@ catalog: venv ## add bundle/ (as BUNDLE_IMG) to the file-based catalog in catalo
 	$(call OLM_TOOL,opm) validate catalog
 
 .PHONY: catalog-build
-catalog-build: ## build the catalog image CATALOG_IMG (prints the command when there is no docker)
-	@if $(CONTAINER_TOOL) info >/dev/null 2>&1; then \
-	  $(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) . ; \
-	else echo "no working $(CONTAINER_TOOL) here; where there is one, run: $(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) ." ; fi
+catalog-build: venv ## build the catalog image CATALOG_IMG (catalog.Dockerfile; OPM_IMAGE)
+	$(IMAGE_BUILD) -f catalog.Dockerfile -t $(CATALOG_IMG) --build-arg OPM_IMAGE=$(OPM_IMAGE) .
+
+.PHONY: catalog-push
+catalog-push: venv ## push the catalog image CATALOG_IMG
+	$(IMAGE_PUSH) $(CATALOG_IMG)

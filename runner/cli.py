@@ -93,6 +93,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _add_registry_arguments(parser: argparse.ArgumentParser, *, prefix: str) -> None:
+    parser.add_argument(
+        f"--{prefix}port", dest="registry_port", type=int, help="registry port (default: free)"
+    )
+    parser.add_argument(
+        f"--{prefix}tls",
+        dest="registry_tls",
+        action="store_true",
+        help="serve HTTPS with a certificate from the cluster's CA (default: plain HTTP)",
+    )
+
+
 def _add_completion(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from runner.completion import SHELLS
 
@@ -145,9 +157,21 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         action="store_true",
         help="only build the binaries (and operator-sdk, opm and OLM's operators)",
     )
+    _add_registry_arguments(up, prefix="registry-")
+    up.add_argument(
+        "--registry",
+        action="store_true",
+        help="also start the image registry on loopback (see `cluster registry`)",
+    )
     down = actions.add_parser("down", help="stop the cluster and remove its state")
     down.add_argument("--keep", action="store_true", help="keep the state directory")
     actions.add_parser("status", help="what runs, where, since when")
+    registry = actions.add_parser(
+        "registry",
+        help="start (first time: build) the image registry beside the running cluster",
+    )
+    _add_registry_arguments(registry, prefix="")
+    registry.add_argument("--stop", action="store_true", help="stop the registry instead")
     actions.add_parser(
         "tools", help="build (first time) the OLM validators operator-sdk and opm; print paths"
     )
@@ -186,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     version = sub.add_parser("version", help="print versions")
     version.set_defaults(handler=_cmd_version)
     _add_cluster(sub)
+    from runner.cluster import image_commands
+
+    image_commands.add_commands(sub)
     scaffold_commands.add_commands(sub)
     packaging_commands.add_commands(sub)
     olm_commands.add_commands(sub)

@@ -127,8 +127,9 @@ _JSON_MEMBER_VALUE = re.compile(
     r"(?P<value>\"(?:[^\"\\]++|\\.)*+\"|'[^']*+'|[^\s,}]++)"
 )
 # A value that reads as a word of prose ("running", "Ansible"), not as a credential:
-# after `key:` such a word is left alone, so that `default/my-token: running Ansible`
-# keeps its words. Generated passwords and tokens carry digits, symbols or mixed case.
+# after `key:` such a word is left alone, so that `reconcile Memcached my-token: running
+# Ansible` (a cluster-scoped CR's name) keeps its words. Generated passwords and tokens
+# carry digits, symbols or mixed case.
 _ORDINARY_WORD = re.compile(r"[A-Z]?[a-z]++(?:[A-Z][a-z]++)*+|[A-Z]++")
 _LITERALS = frozenset(("true", "false", "null", "none"))
 # A cut may fall inside a credential; its remaining characters are dropped with it.

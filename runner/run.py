@@ -51,7 +51,7 @@ from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS
 from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
-from runner.proxy.owner import Owner, proxy_server
+from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK, NamespacedName
 
@@ -287,7 +287,7 @@ async def _serve(
         client = await KubeClient.connect(kubeconfig=kubeconfig)
         stack.push_async_callback(client.close)
         metrics = OperatorMetrics()
-        run_env: dict[str, str] = {}
+        run_env = {key: value for key, value in KUBECTL_ENV.items() if key not in environ}
         if served.user_metrics is not None:
             user_metrics = UserMetricsServer(
                 UserMetrics(metrics.registry),

@@ -10,21 +10,18 @@ the interpreter's own (`site-packages/ansible_collections`, the `ansible` distri
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
-import yaml
-
 from runner import __version__
-from runner.ansible import hooks
+from runner.ansible import hooks, requirements
 from runner.collections_path import bundled_collections_path
 
-__all__ = ["REPORTED_COLLECTIONS", "collection_version", "version_lines"]
+__all__ = ["REPORTED_COLLECTIONS", "collection_search_path", "version_lines"]
 
 REPORTED_COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
 _DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
@@ -38,40 +35,9 @@ def _dist_version(name: str) -> str:
 
 
 def collection_search_path(environ: Mapping[str, str]) -> list[Path]:
-    """Where `ansible-operator run`'s Ansible looks for collections, in its order."""
+    """The `ansible_collections` directories `ansible-operator run`'s Ansible searches."""
     configured = environ.get("ANSIBLE_COLLECTIONS_PATH", _DEFAULT_COLLECTIONS_PATH)
-    entries = [Path(entry).expanduser() for entry in configured.split(os.pathsep) if entry]
-    entries.append(bundled_collections_path())
-    entries += [Path(entry) for entry in sys.path if entry]
-    return entries
-
-
-def collection_version(name: str, search: Sequence[Path]) -> tuple[str, Path] | None:
-    """(version, directory) of the first collection `name` (`namespace.name`) along
-    `search`, as Ansible would load it; None when there is none."""
-    namespace, _, short = name.partition(".")
-    for root in search:
-        directory = root / "ansible_collections" / namespace / short
-        if not directory.is_dir():
-            continue
-        return _read_version(directory) or "unknown", directory
-    return None
-
-
-def _read_version(directory: Path) -> str | None:
-    """A collection's version: its MANIFEST.json (installed) or galaxy.yml (source)."""
-    try:
-        manifest = json.loads((directory / "MANIFEST.json").read_text(encoding="utf-8"))
-        version = manifest["collection_info"]["version"]
-        return str(version) if version else None
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    try:
-        galaxy = yaml.safe_load((directory / "galaxy.yml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    version = galaxy.get("version") if isinstance(galaxy, dict) else None
-    return str(version) if version else None
+    return requirements.search_paths(f"{configured}:{bundled_collections_path()}", sys.path)
 
 
 def version_lines(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -86,9 +52,10 @@ def version_lines(environ: Mapping[str, str] | None = None) -> list[str]:
         f"ansible-runner version: {_dist_version('ansible-runner')}",
     ]
     search = collection_search_path(os.environ if environ is None else environ)
+    found = requirements.installed_versions(REPORTED_COLLECTIONS, search)
     for name in REPORTED_COLLECTIONS:
-        found = collection_version(name, search)
-        shown = f"{found[0]} ({found[1]})" if found else "not found"
+        installed = found.get(name)
+        shown = f"{installed.version} ({installed.path})" if installed else "not found"
         lines.append(f"{name} collection version: {shown}")
     lines += [
         f"python version: {platform.python_version()}",

@@ -128,3 +128,35 @@ def ensure_pki(directory: Path) -> PKI:
         ),
     )
     return pki
+
+
+def ensure_serving_cert(
+    pki: PKI, cert: Path, key: Path, *, common_name: str, ips: tuple[str, ...]
+) -> None:
+    """A serving certificate for `ips` (and localhost) signed by the cluster's CA, made
+    once (e.g. the local registry's, trusted by whoever trusts the cluster)."""
+    if cert.is_file() and key.is_file():
+        return
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(ca_key, rsa.RSAPrivateKey):
+        raise ValueError(f"{pki.ca_key}: not an RSA key")
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    now = datetime.datetime.now(datetime.UTC)
+    serving_key = _new_key()
+    alt_names: list[x509.GeneralName] = [x509.DNSName("localhost")]
+    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    serving_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(serving_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert.parent.mkdir(parents=True, exist_ok=True)
+    _write(key, _key_pem(serving_key), private=True)
+    _write(cert, serving_cert.public_bytes(serialization.Encoding.PEM))

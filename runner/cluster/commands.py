@@ -7,8 +7,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from runner.cluster import build
+from runner.cluster import build, registry
 from runner.cluster.components import kubelet, olm_operators, tools
+from runner.cluster.components import registry as registry_component
 from runner.cluster.local import LocalCluster, default_state_dir
 from runner.errors import ClusterError
 
@@ -17,16 +18,24 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _start_registry(cluster: LocalCluster, args: argparse.Namespace) -> registry.RegistryInfo:
+    return registry.start(
+        cluster, tls=args.registry_tls, port=args.registry_port, progress=_progress
+    )
+
+
 def dispatch(args: argparse.Namespace) -> int:
     state_dir = Path(args.state_dir).resolve() if args.state_dir else default_state_dir()
     cluster = LocalCluster(state_dir)
     if args.action == "up":
         if args.build_only:
-            # The kubelet, the OLM validators (operator-sdk, opm) and OLM's operators are
-            # built too: tests, `up --real-node`, `make bundle-validate` and `olm install`
-            # use them, `up` does not.
+            # The kubelet, the registry, the OLM validators (operator-sdk, opm) and OLM's
+            # operators are built too: tests, `up --real-node`, `up --registry`,
+            # `make bundle-validate` and `olm install` use them, `up` does not.
             built = cluster.build(progress=_progress)
-            built |= build.ensure_built([kubelet()], root=cluster.cache, progress=_progress)
+            built |= build.ensure_built(
+                [kubelet(), registry_component()], root=cluster.cache, progress=_progress
+            )
             built |= build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
             built |= build.ensure_built(
                 olm_operators().values(), root=cluster.cache, progress=_progress
@@ -35,7 +44,16 @@ def dispatch(args: argparse.Namespace) -> int:
                 print(f"{name}: {path}")
             return 0
         cluster.up(progress=_progress, apiserver_port=args.apiserver_port, real_node=args.real_node)
+        if args.registry:
+            _start_registry(cluster, args)
         print(cluster.kubeconfig)
+        return 0
+    if args.action == "registry":
+        if args.stop:
+            if not registry.stop(cluster):
+                _progress("no registry running")
+            return 0
+        print(_start_registry(cluster, args).address)
         return 0
     if args.action == "down":
         stopped = cluster.down(keep=args.keep, progress=_progress)
@@ -49,6 +67,9 @@ def dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.action == "status":
         print("\n".join(cluster.status()))
+        serving = registry.info(cluster)
+        if serving is not None:
+            print(f"  registry {serving.url}: images {serving.address}/<name>:<tag>")
         return 0 if cluster.is_up() else 3
     if args.action == "kubectl":
         kubectl_args = list(args.kubectl_args)

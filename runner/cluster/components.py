@@ -115,6 +115,17 @@ def components(root: Path | None = None) -> dict[str, Component]:
     return result
 
 
+def registry(root: Path | None = None) -> Component:
+    """CNCF Distribution's `registry`, which `cluster up --registry` serves on loopback
+    (images are pushed there and pulled by the node's container runtime)."""
+    base = root or hack_dir()
+    distribution = GoModule(base / "registry", "github.com/distribution/distribution/v3")
+    stamp = f"-X {distribution.source_module}/version.version={distribution.version}"
+    return Component(
+        "registry", distribution, f"{distribution.source_module}/cmd/registry", (stamp,)
+    )
+
+
 def kubelet(root: Path | None = None) -> Component:
     """The real node's kubelet: from the control plane's module, so its version always
     matches the API server's. Not one of `components()`: only `up --real-node` needs it."""
@@ -235,4 +246,34 @@ def olm_operators(root: Path | None = None) -> dict[str, Component]:
             name, lifecycle, f"{lifecycle.source_module}/cmd/{name}", ldflags, (), edits
         )
         for name in ("olm", "catalog")
+    }
+
+
+def olm_utilities(root: Path | None = None) -> dict[str, Component]:
+    """The programs of OLM's helper images, from the same module as `olm_operators()`.
+
+    The catalog operator unpacks bundle images with Jobs whose init container copies
+    `/bin/cpb` out of its `--util-image` (`util/cpb`), and a CatalogSource with
+    `grpcPodConfig.extractContent` copies `/bin/copy-content` (`cmd/copy-content`); every
+    catalog registry pod is probed with `grpc_health_probe`, which is not part of OLM:
+    our own small client of gRPC's health service is added to the module copy as
+    `cmd/grpc_health_probe` (its cache directory carries the digest of that source).
+    """
+    base = root or tools_dir()
+    lifecycle = GoModule(base / "olm", "github.com/operator-framework/operator-lifecycle-manager")
+    probe = (
+        SourceEdit(
+            lifecycle.source_module,
+            "cmd/grpc_health_probe/main.go",
+            source=base / "olm" / "added" / "grpc_health_probe.go",
+        ),
+    )
+    packages = {
+        "cpb": "util/cpb",
+        "copy-content": "cmd/copy-content",
+        "grpc_health_probe": "cmd/grpc_health_probe",
+    }
+    return {
+        name: Component(name, lifecycle, f"{lifecycle.source_module}/{path}", (), (), probe)
+        for name, path in packages.items()
     }

@@ -312,6 +312,10 @@ class LocalCluster:
                 # Only the node-lifecycle controller (off here) would lift the not-ready
                 # taint from the fake node; without this admission there is none to lift.
                 "--disable-admission-plugins=TaintNodesByCondition",
+                # Namespace annotations that give every pod of the namespace a node
+                # selector and tolerations: how OLM's bundle unpack Jobs, which carry
+                # neither, reach the real node (docs/real-node.md). No-ops elsewhere.
+                "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
                 # The `kubernetes` Service cannot point at a loopback address.
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
@@ -364,7 +368,9 @@ class LocalCluster:
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 "--cidr=10.244.0.0/24",
-                "--node-ip=10.244.0.1",
+                # The API server dials a node's InternalIP for logs and exec: a fake node's
+                # must not lead off the machine.
+                f"--node-ip={loop}",
                 f"--server-address={loop}:{ports['kwok']}",
                 *(f"--config={stage}" for stage in sorted(stages.glob("*.yaml"))),
             ],

@@ -13,16 +13,11 @@ by a lock file.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
-import hashlib
-import ipaddress
 import json
 import os
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +47,7 @@ NETWORK_SYSCTLS = {
 }
 NODE_SYSCTLS = KUBELET_SYSCTLS | NETWORK_SYSCTLS
 RECORDED_SYSCTLS = tuple(NODE_SYSCTLS)
-# containerd 1.6 puts each shim's socket here whatever its configured state directory.
-CONTAINERD_SHIM_SOCKETS = Path("/run/containerd/s")
+# containerd 1.6 makes this (for shim sockets) whatever its configured state directory.
 _CONTAINERD_RUN = Path("/run/containerd")
 
 
@@ -79,6 +73,7 @@ REQUIREMENTS = (
     Requirement("catatonit", "catatonit"),
     Requirement("iptables", "iptables"),
     Requirement("ip", "iproute2"),
+    Requirement("mount", "mount"),
 )
 PACKAGES = tuple(dict.fromkeys(r.package for r in REQUIREMENTS))
 
@@ -113,7 +108,7 @@ def missing_requirements() -> list[str]:
             f"missing {names}; install them with `apt-get install -y {packages}` "
             "(Debian/Ubuntu packages)"
         )
-    if not _cgroup_mounts():
+    if not cgroup_mounts():
         problems.append("no cgroup file system is mounted (the kubelet needs cgroups)")
     return problems
 
@@ -241,292 +236,27 @@ def _remove_empty_tree(root: Path) -> None:
             os.rmdir(directory)
 
 
-# -- network --------------------------------------------------------------------------
+# -- helpers ------------------------------------------------------------------------
 
 
-def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if check and result.returncode != 0:
         raise ClusterError(f"`{' '.join(argv)}` failed: {result.stderr.strip()}")
     return result
 
 
-def networks_in_use() -> list[ipaddress.IPv4Network]:
-    """Every IPv4 network this machine routes or has an address in."""
-    used: list[ipaddress.IPv4Network] = []
-    for argv in (["ip", "-j", "-4", "route", "show", "table", "all"], ["ip", "-j", "-4", "addr"]):
-        output = _run([program("ip"), *argv[1:]], check=False).stdout or "[]"
-        for entry in json.loads(output):
-            destinations = [entry.get("dst")] + [
-                f"{a['local']}/{a['prefixlen']}" for a in entry.get("addr_info", [])
-            ]
-            for destination in destinations:
-                if not destination or destination == "default":
-                    continue
-                with contextlib.suppress(ValueError):
-                    used.append(ipaddress.ip_network(destination, strict=False))  # type: ignore[arg-type]
-    return used
-
-
-def create_bridge(name: str, address: ipaddress.IPv4Interface) -> None:
-    """The pods' bridge with our address on it; IPv6 off (pods reach this machine only
-    through the IPv4 rules below); route_localnet on, so that traffic DNATed to the
-    loopback API server may be routed (the setting goes away with the bridge)."""
-    ip = program("ip")
-    if _run([ip, "link", "show", name], check=False).returncode != 0:
-        _run([ip, "link", "add", name, "type", "bridge"])
-    write_sysctl(f"net.ipv6.conf.{name}.disable_ipv6", "1")
-    write_sysctl(f"net.ipv4.conf.{name}.route_localnet", "1")
-    _run([ip, "addr", "replace", str(address), "dev", name])
-    _run([ip, "link", "set", name, "up"])
-
-
-def delete_bridge(name: str) -> bool:
-    ip = program("ip")
-    if _run([ip, "link", "show", name], check=False).returncode != 0:
-        return False
-    _run([ip, "link", "delete", name])
-    return True
-
-
-@dataclass(frozen=True)
-class PodNetworkRules:
-    """The iptables rules of one node (all in chains named after it)."""
-
-    bridge: str
-    node_ip: str
-    service_ip: str
-    apiserver_port: int
-
-
-def _rule_specs(
-    layout: NodeLayout, rules: PodNetworkRules
-) -> list[tuple[str, str, str, list[str]]]:
-    """(table, builtin chain, our chain, [our chain's rules as iptables arguments])."""
-    bridge = rules.bridge
-    return [
-        (
-            "nat",
-            "PREROUTING",
-            layout.chain("DNAT"),
-            [
-                # Stands in for kube-proxy: the `kubernetes` Service is the API server.
-                f"-i {bridge} -d {rules.service_ip}/32 -p tcp --dport 443 -j DNAT "
-                f"--to-destination 127.0.0.1:{rules.apiserver_port}",
-            ],
-        ),
-        (
-            "filter",
-            "INPUT",
-            layout.chain("INPUT"),
-            [
-                # Pods reach this machine only as the API server (DNATed above) and with
-                # replies to connections the machine opened (probes, logs, exec).
-                f"-i {bridge} -m conntrack --ctstate ESTABLISHED,RELATED,DNAT -j RETURN",
-                f"-i {bridge} -j DROP",
-            ],
-        ),
-        (
-            "filter",
-            "FORWARD",
-            layout.chain("FORWARD"),
-            # Nothing from the pods leaves through another interface.
-            [f"-i {bridge} ! -o {bridge} -j DROP", f"-o {bridge} ! -i {bridge} -j DROP"],
-        ),
-    ]
-
-
-def install_rules(layout: NodeLayout, rules: PodNetworkRules) -> None:
-    remove_rules(layout)
-    iptables = program("iptables")
-    for table, builtin, chain, specs in _rule_specs(layout, rules):
-        _run([iptables, "-w", "-t", table, "-N", chain])
-        for spec in specs:
-            _run([iptables, "-w", "-t", table, "-A", chain, *spec.split()])
-        _run([iptables, "-w", "-t", table, "-I", builtin, "1", "-j", chain])
-
-
-def remove_rules(layout: NodeLayout) -> list[str]:
-    """Delete our chains and the jumps to them; returns the chains removed."""
-    removed: list[str] = []
-    try:
-        iptables = program("iptables")
-    except ClusterError:
-        return removed
-    for table, builtin, chain in (
-        ("nat", "PREROUTING", layout.chain("DNAT")),
-        ("filter", "INPUT", layout.chain("INPUT")),
-        ("filter", "FORWARD", layout.chain("FORWARD")),
-    ):
-        jump = [iptables, "-w", "-t", table, "-D", builtin, "-j", chain]
-        while _run(jump, check=False).returncode == 0:
-            pass
-        if _run([iptables, "-w", "-t", table, "-F", chain], check=False).returncode == 0:
-            _run([iptables, "-w", "-t", table, "-X", chain], check=False)
-            removed.append(f"{table}/{chain}")
-    return removed
-
-
-def iptables_chains(family: str = "ipv4") -> dict[str, list[str]]:
-    """Every chain of every table of `family` (ipv4 or ipv6), for checks."""
-    binary = "iptables-save" if family == "ipv4" else "ip6tables-save"
-    output = _run([program(binary)], check=False).stdout
-    chains: dict[str, list[str]] = {}
-    table = ""
-    for line in output.splitlines():
-        if line.startswith("*"):
-            table = line[1:]
-            chains[table] = []
-        elif line.startswith(":"):
-            chains[table].append(line[1:].split()[0])
-    return chains
-
-
-# -- processes, mounts, cgroups -------------------------------------------------------
-
-
-def _cgroup_mounts() -> list[Path]:
+def cgroup_mounts() -> list[Path]:
     mounts = []
     for line in Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines():
         fields = line.split(" - ", 1)
         if len(fields) == 2 and fields[1].split()[0] in ("cgroup", "cgroup2"):
-            mounts.append(Path(_unescape(fields[0].split()[4])))
+            mounts.append(Path(unescape(fields[0].split()[4])))
     return mounts
 
 
-def owned_pids(layout: NodeLayout) -> list[int]:
-    """Processes of this node: anything in its cgroup tree (the pods' processes) and any
-    containerd shim serving its containerd."""
-    socket = str(layout.containerd_socket)
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cgroups = (entry / "cgroup").read_text(encoding="utf-8")
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        in_tree = any(
-            line.split(":", 2)[-1].startswith(layout.cgroup_root + "/")
-            for line in cgroups.splitlines()
-        )
-        if in_tree or socket.encode() in cmdline:
-            pids.append(int(entry.name))
-    return pids
-
-
-def kill_owned_processes(layout: NodeLayout, *, timeout: float = 10) -> list[int]:
-    """SIGKILL every process of this node and wait for them to be gone."""
-    killed = owned_pids(layout)
-    for pid in killed:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alive = [pid for pid in owned_pids(layout) if _alive(pid)]
-        if not alive:
-            break
-        time.sleep(0.05)
-    return killed
-
-
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def _unescape(path: str) -> str:
+def unescape(path: str) -> str:
     """mountinfo escapes space, tab, newline and backslash as octal."""
     for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
         path = path.replace(code, char)
     return path
-
-
-def mounts_under(roots: tuple[Path, ...]) -> list[Path]:
-    """Mount points at or below any of `roots`, deepest first."""
-    found = []
-    for line in Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines():
-        point = Path(_unescape(line.split()[4]))
-        if any(point == root or root in point.parents for root in roots):
-            found.append(point)
-    return sorted(found, key=lambda p: len(p.parts), reverse=True)
-
-
-_MNT_DETACH = 2
-
-
-def unmount_all(roots: tuple[Path, ...]) -> list[Path]:
-    """Unmount (lazily, as a last resort) everything mounted below `roots`."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    unmounted = []
-    for _attempt in range(5):
-        points = mounts_under(roots)
-        if not points:
-            break
-        for point in points:
-            if libc.umount2(str(point).encode(), _MNT_DETACH) == 0:
-                unmounted.append(point)
-    return unmounted
-
-
-def remove_cgroups(cgroup_root: str, *, timeout: float = 5) -> list[Path]:
-    """rmdir this node's cgroup tree in every hierarchy (a cgroup is removable once its
-    processes are gone, which may take a moment after SIGKILL)."""
-    removed = []
-    for mount in _cgroup_mounts():
-        top = mount / cgroup_root.lstrip("/")
-        if not top.is_dir():
-            continue
-        deadline = time.monotonic() + timeout
-        while top.exists() and time.monotonic() < deadline:
-            for directory, _subdirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
-                with contextlib.suppress(OSError):
-                    os.rmdir(directory)
-            if top.exists():
-                time.sleep(0.1)
-        if not top.exists():
-            removed.append(top)
-    return removed
-
-
-def create_cgroups(cgroup_root: str) -> None:
-    """The kubelet wants its cgroup root to exist in every hierarchy."""
-    for mount in _cgroup_mounts():
-        if (mount / "cgroup.procs").exists():
-            (mount / cgroup_root.lstrip("/")).mkdir(exist_ok=True)
-
-
-def remaining_cgroups(cgroup_root: str) -> list[Path]:
-    return [
-        mount / cgroup_root.lstrip("/")
-        for mount in _cgroup_mounts()
-        if (mount / cgroup_root.lstrip("/")).exists()
-    ]
-
-
-def shim_socket(containerd_socket: Path, namespace: str, container_id: str) -> Path:
-    """Where containerd 1.6 puts the shim socket of one container."""
-    key = f"{containerd_socket}/{namespace}/{container_id}".encode()
-    return CONTAINERD_SHIM_SOCKETS / hashlib.sha256(key).hexdigest()
-
-
-def remove_shim_sockets(layout: NodeLayout) -> list[Path]:
-    """Shim sockets left by shims that were killed rather than shut down: the task
-    directories in our state name every container that had one."""
-    removed: list[Path] = []
-    tasks = layout.containerd_state / "io.containerd.runtime.v2.task"
-    if not tasks.is_dir():
-        return removed
-    for namespace in tasks.iterdir():
-        for container in namespace.iterdir() if namespace.is_dir() else ():
-            socket = shim_socket(layout.containerd_socket, namespace.name, container.name)
-            if socket.exists() or socket.is_symlink():
-                socket.unlink()
-                removed.append(socket)
-    return removed

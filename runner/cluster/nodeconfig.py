@@ -89,6 +89,13 @@ class NodeLayout:
 
     @property
     def kubelet_root(self) -> Path:
+        """The kubelet's root directory: a short path (it holds unix sockets), bind-
+        mounted from `kubelet_data`."""
+        return self.run_dir / "kubelet"
+
+    @property
+    def kubelet_data(self) -> Path:
+        """Where the kubelet's files (pod volumes, certificates) are kept."""
         return self.home / "kubelet"
 
     @property

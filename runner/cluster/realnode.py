@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.cluster import machine, nodeconfig, oci, process
+from runner.cluster import machine, nodeconfig, oci, podnet, process, sweep
 from runner.cluster.nodeconfig import NodeLayout
 from runner.errors import ClusterError
 
@@ -147,7 +147,7 @@ class RealNode:
     ) -> NodeState:
         layout = self.layout
         subnet = nodeconfig.first_free_subnet(
-            machine.networks_in_use(), start=int(layout.ident, 16) % 256
+            podnet.networks_in_use(), start=int(layout.ident, 16) % 256
         )
         if subnet is None:
             raise ClusterError(f"no free /24 left in {nodeconfig.POD_SUBNET_POOL} for the pods")
@@ -166,18 +166,20 @@ class RealNode:
             layout.cni_config_dir,
             layout.registry_config,
             layout.kubelet_root,
+            layout.kubelet_data,
             layout.pod_logs,
             self.logs,
         ):
             directory.mkdir(parents=True, exist_ok=True)
-        machine.create_cgroups(layout.cgroup_root)
+        sweep.create_cgroups(layout.cgroup_root)
+        sweep.bind_mount(layout.kubelet_data, layout.kubelet_root)
         progress(f"creating bridge {layout.bridge} ({node_ip}/{subnet.prefixlen})")
-        machine.create_bridge(
+        podnet.create_bridge(
             layout.bridge, ipaddress.IPv4Interface(f"{node_ip}/{subnet.prefixlen}")
         )
-        machine.install_rules(
+        podnet.install_rules(
             layout,
-            machine.PodNetworkRules(layout.bridge, node_ip, service_ip, apiserver_port),
+            podnet.PodNetworkRules(layout.bridge, node_ip, service_ip, apiserver_port),
         )
         layout.containerd_config.write_text(
             nodeconfig.containerd_config(layout, sandbox_image=PAUSE_IMAGE), encoding="utf-8"
@@ -322,17 +324,17 @@ class RealNode:
             process.stop(running["containerd"], grace=10)
             stopped.append("containerd")
             progress(f"stopped containerd (pid {running['containerd'].pid})")
-        killed = machine.kill_owned_processes(layout)
+        killed = sweep.kill_owned_processes(layout)
         if killed:
             progress(f"killed {len(killed)} leftover container processes")
-        machine.remove_shim_sockets(layout)
-        unmounted = machine.unmount_all(layout.owned_paths())
+        sweep.remove_shim_sockets(layout)
+        unmounted = sweep.unmount_all(layout.owned_paths())
         if unmounted:
             progress(f"unmounted {len(unmounted)} mounts")
-        machine.remove_cgroups(layout.cgroup_root)
-        for chain in machine.remove_rules(layout):
+        sweep.remove_cgroups(layout.cgroup_root)
+        for chain in podnet.remove_rules(layout):
             progress(f"removed iptables chain {chain}")
-        if machine.delete_bridge(layout.bridge):
+        if podnet.delete_bridge(layout.bridge):
             progress(f"removed bridge {layout.bridge}")
         shutil.rmtree(layout.run_dir, ignore_errors=True)
         with contextlib.suppress(OSError):

@@ -19,6 +19,7 @@ from runner.engine.predicates import should_reconcile
 from runner.engine.queue import WorkQueue
 from runner.engine.reconciler import Outcome, Reconciler, RunSettings
 from runner.k8s.client import KubeClient
+from runner.k8s.errors import Conflict, Unavailable
 from runner.k8s.informer import DELETED, Informer
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import ControllerMetrics, OperatorMetrics
@@ -157,6 +158,11 @@ class Controller:
             outcome = await self.reconciler.reconcile(key)
         except asyncio.CancelledError:
             raise
+        except (Conflict, Unavailable) as err:
+            # Routine (others kept writing the CR; the API server is restarting): one line,
+            # and the key is retried with backoff.
+            log.warning("reconcile of %s %s: %s", self.watch.gvk.kind, key, err)
+            outcome = Outcome(error=str(err))
         except Exception as err:  # a broken CR must never stop the controller
             log.exception("reconcile of %s %s raised", self.watch.gvk.kind, key)
             outcome = Outcome(error=f"{type(err).__name__}: {err}")

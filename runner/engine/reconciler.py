@@ -189,7 +189,10 @@ class Reconciler:
             return conditions.running(status, now=_now())
 
         if self.watch.manage_status:
-            await self._write_status(key, running, known=obj)
+            try:
+                await self._write_status(key, running, known=obj)
+            except Conflict as err:  # the run matters more than the Running condition
+                log.warning("reconcile %s %s: %s", self.watch.gvk.kind, key, err)
 
         log.info(
             "reconcile %s %s: running Ansible",
@@ -477,8 +480,15 @@ class Reconciler:
                 return None
             except Conflict:
                 continue
-        log.warning("status of %s %s kept conflicting; not written", self.watch.gvk.kind, key)
-        return None
+        # Returning would report success with the conditions unwritten (the CR would
+        # show its old state until the next period): the key is retried instead.
+        raise Conflict(
+            409,
+            "Conflict",
+            f"the status of {self.watch.gvk.kind} {key} kept changing under "
+            f"{_STATUS_WRITE_ATTEMPTS} writes in a row; the reconcile is retried",
+            {},
+        )
 
 
 def _was_failing(obj: Mapping[str, Any]) -> bool:

@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,18 +23,22 @@ from typing import Any
 
 import yaml
 
-from runner.cluster import build, process
+from runner.cluster import build, process, registry
 from runner.cluster.components import olm_operators
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 from runner.k8s import KubeClient
-from runner.olm import api, model
+from runner.olm import api, model, servicedial
+from runner.olm.images import OLMImages, ensure_olm_images
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 Obj = dict[str, Any]
 
 # Add-on names of the two operators, in start order.
 OPERATORS = ("olm-operator", "catalog-operator")
+# The SOCKS5 proxy through which the catalog operator reaches registry pods' Services.
+SERVICE_DIAL = "olm-service-dial"
 _BINARY = {"olm-operator": "olm", "catalog-operator": "catalog"}
 
 
@@ -111,19 +116,34 @@ def install(cluster: LocalCluster, *, progress: Progress = print) -> float:
         )
     components = olm_operators()
     binaries = build.ensure_built(components.values(), root=cluster.cache, progress=progress)
+    images = None
+    local_registry = registry.info(cluster)
+    if local_registry is not None:
+        # With a registry, OLM's own pods (bundle unpack Jobs, catalog registry pods)
+        # can run: they need these images, from the registry the node pulls from.
+        images = ensure_olm_images(local_registry.address, cache=cluster.cache, progress=progress)
+        _save_images(cluster, images)
     started = time.monotonic()
     crds = crd_files(cluster)
     asyncio.run(_apply_base(cluster, crds, progress))
     ports = load_ports(cluster)
     health = healthy(cluster)
+    dial_port = None
+    if images is not None:
+        dial_port = _ensure_service_dial(cluster, ports, progress)
+        if dial_port != ports.get(SERVICE_DIAL):
+            health["catalog-operator"] = False  # restart it with the proxy's new port
+        ports[SERVICE_DIAL] = dial_port
+        _save_ports(cluster, ports)
     for name in OPERATORS:
         if health[name]:
             progress(f"{name} already running")
             continue
         ports[name] = process.free_port()
         _save_ports(cluster, ports)
-        _start(cluster, name, binaries[_BINARY[name]], ports[name], progress)
-    asyncio.run(_wait_working(cluster))
+        _start(cluster, name, binaries[_BINARY[name]], ports[name], progress, images, dial_port)
+    with Ticker("waiting for OLM's operators to work"):
+        asyncio.run(_wait_working(cluster))
     elapsed = time.monotonic() - started
     progress(f"OLM {version()} running in {elapsed:.1f} s")
     return elapsed
@@ -165,7 +185,35 @@ async def _apply_base(cluster: LocalCluster, crds: list[Path], progress: Progres
         await client.close()
 
 
-def _start(cluster: LocalCluster, name: str, binary: Path, port: int, progress: Progress) -> None:
+def _images_file(cluster: LocalCluster) -> Path:
+    return olm_dir(cluster) / "images.json"
+
+
+def _save_images(cluster: LocalCluster, images: OLMImages) -> None:
+    olm_dir(cluster).mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"opm": images.opm, "util": images.util}, indent=2)
+    _images_file(cluster).write_text(text, encoding="utf-8")
+
+
+def load_images(cluster: LocalCluster) -> OLMImages | None:
+    """The images the catalog operator was started with (None: OLM's defaults, when the
+    cluster had no registry at `olm install`)."""
+    try:
+        data = json.loads(_images_file(cluster).read_text(encoding="utf-8"))
+        return OLMImages(opm=str(data["opm"]), util=str(data["util"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _start(
+    cluster: LocalCluster,
+    name: str,
+    binary: Path,
+    port: int,
+    progress: Progress,
+    images: OLMImages | None,
+    dial_port: int | None,
+) -> None:
     kubeconfig = str(cluster.kubeconfig)
     env = {
         **os.environ,
@@ -177,10 +225,40 @@ def _start(cluster: LocalCluster, name: str, binary: Path, port: int, progress: 
     argv = [str(binary), f"--namespace={model.OLM_NAMESPACE}"]
     if name == "catalog-operator":
         argv.append(f"--kubeconfig={kubeconfig}")
+        if images is not None:
+            argv += images.catalog_flags()
+        if dial_port is not None:
+            env.update(servicedial.proxy_environ(dial_port))
     progress(f"starting {name} (health {process.LOOPBACK}:{port})")
     running = cluster.start_addon(name, argv, env=env)
     endpoint = process.Endpoint(f"http://{process.LOOPBACK}:{port}")
     process.wait_until_ready(running, endpoint, "/healthz", timeout=120)
+
+
+def _ensure_service_dial(cluster: LocalCluster, ports: dict[str, int], progress: Progress) -> int:
+    """Start the service proxy unless it runs; return its port."""
+    running = cluster.addons().get(SERVICE_DIAL)
+    port = ports.get(SERVICE_DIAL)
+    if running is not None and port and process.is_running(running.pid, running.binary):
+        return port
+    port = process.free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "runner.olm.servicedial",
+        f"--kubeconfig={cluster.kubeconfig}",
+        f"--port={port}",
+    ]
+    progress(f"starting {SERVICE_DIAL} (SOCKS5 {process.LOOPBACK}:{port} to Services' pods)")
+    running = cluster.start_addon(SERVICE_DIAL, argv)
+    deadline = time.monotonic() + 30
+    while not process.port_in_use(port):
+        if time.monotonic() > deadline or not process.is_running(running.pid, running.binary):
+            raise ClusterError(
+                f"{SERVICE_DIAL} did not listen on {process.LOOPBACK}:{port}; see {running.log}"
+            )
+        time.sleep(0.1)
+    return port
 
 
 async def _wait_working(cluster: LocalCluster) -> None:
@@ -210,7 +288,7 @@ def uninstall(cluster: LocalCluster, *, progress: Progress = print) -> None:
     with `olm run-bundle` are cleaned up before (`bundles.cleanup`), by the caller."""
     if cluster.kubeconfig.is_file() and cluster.is_up():
         asyncio.run(_delete_csvs(cluster, progress))
-    for name in reversed(OPERATORS):
+    for name in (*reversed(OPERATORS), SERVICE_DIAL):
         if cluster.stop_addon(name):
             progress(f"stopped {name}")
     if cluster.kubeconfig.is_file() and cluster.is_up():

@@ -225,12 +225,14 @@ def catalog_dockerfile(catalog_dir: str) -> str:
     """A catalog image: opm serves /configs; the cache is built at image build time."""
     return "\n".join(
         [
-            "# The opm image carries /bin/opm and /bin/grpc_health_probe.",
-            f"FROM {OPM_IMAGE} AS builder",
+            "# The opm image carries /bin/opm and /bin/grpc_health_probe; OPM_IMAGE may name",
+            "# another image with /bin/opm (e.g. one built locally, see docs/images.md).",
+            f"ARG OPM_IMAGE={OPM_IMAGE}",
+            "FROM ${OPM_IMAGE} AS builder",
             f"ADD {catalog_dir} /configs",
             'RUN ["/bin/opm", "serve", "/configs", "--cache-dir=/tmp/cache", "--cache-only"]',
             "",
-            f"FROM {OPM_IMAGE}",
+            "FROM ${OPM_IMAGE}",
             'ENTRYPOINT ["/bin/opm"]',
             'CMD ["serve", "/configs", "--cache-dir=/tmp/cache"]',
             "COPY --from=builder /configs /configs",

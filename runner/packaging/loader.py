@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from runner.packaging import olm
+from runner.yamlerror import describe_yaml_error
 
 Obj = dict[str, Any]
 
@@ -93,7 +94,7 @@ def _read_manifests(bundle: LoadedBundle, manifests_dir: Path) -> None:
         try:
             documents = [d for d in yaml.safe_load_all(path.read_text("utf-8")) if d is not None]
         except (OSError, yaml.YAMLError) as exc:
-            bundle.manifests.append(Manifest(relative, error=f"not valid YAML: {exc}"))
+            bundle.manifests.append(Manifest(relative, error=_not_yaml(exc)))
             continue
         if len(documents) != 1 or not isinstance(documents[0], dict):
             bundle.manifests.append(
@@ -110,7 +111,7 @@ def _read_annotations(bundle: LoadedBundle, path: Path) -> None:
     try:
         data = yaml.safe_load(path.read_text("utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        bundle.annotations_error = f"metadata/annotations.yaml: not valid YAML: {exc}"
+        bundle.annotations_error = f"metadata/annotations.yaml: {_not_yaml(exc)}"
         return
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), dict):
         bundle.annotations_error = "metadata/annotations.yaml: no `annotations` mapping"
@@ -155,3 +156,9 @@ def load_bundle(directory: Path, *, dockerfile: Path | None = None) -> LoadedBun
             bundle.dockerfile_error = f"{bundle.dockerfile.name}: {exc}"
     bundle.compressed_size = _compressed_size(directory)
     return bundle
+
+
+def _not_yaml(exc: OSError | yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.YAMLError):
+        return f"not valid YAML {describe_yaml_error(exc)}"
+    return f"cannot read it: {exc}"

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from runner.errors import ConfigError
+from runner.yamlerror import describe_yaml_error
 
 
 class _Dumper(yaml.SafeDumper):
@@ -58,7 +59,7 @@ def load_all_text(text: str, *, source: str) -> list[Any]:
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"{source}: not valid YAML {describe_yaml_error(exc)}") from exc
 
 
 def load_all(path: Path) -> list[Any]:

@@ -24,6 +24,7 @@ import binascii
 import copy
 import enum
 import json
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -31,6 +32,7 @@ from typing import Any, Final
 from runner.structs import NamespacedName
 
 __all__ = [
+    "KUBECTL_ENV",
     "PRIMARY_RESOURCE_ANNOTATION",
     "PRIMARY_RESOURCE_TYPE_ANNOTATION",
     "PROXY_CLUSTER",
@@ -53,6 +55,14 @@ PRIMARY_RESOURCE_TYPE_ANNOTATION: Final = "operator-sdk/primary-resource-type"
 
 PROXY_CLUSTER: Final = "proxy-server"
 PROXY_USER: Final = "admin/proxy-server"
+KUBECTL_ENV: Final = {
+    "KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false",
+    "KUBECTL_PORT_FORWARD_WEBSOCKETS": "false",
+}
+"""Given to runs unless the operator's own environment sets them. kubectl (1.30 and
+later) execs, attaches and port-forwards over WebSocket first, and its WebSocket client
+refuses a URL with user info, which is how the run's kubeconfig authenticates Go clients
+(`proxy_kubeconfig`); over SPDY/3.1 the same commands work through the proxy."""
 
 # The JSON keys of the username, in the order Go's encoding/json writes them.
 _OWNER_KEYS: Final = ("apiVersion", "kind", "name", "uid", "Namespace")
@@ -315,11 +325,17 @@ def owners_of(obj: Mapping[str, Any], *, group: str, kind: str) -> list[Namespac
 # --- the run's kubeconfig -------------------------------------------------------------
 
 
-def proxy_server(*, port: int, host: str = "localhost", user: str | None = None) -> str:
-    """The proxy's URL as a run's kubeconfig names it (with the owner as `user`)."""
+def proxy_server(
+    *, port: int, host: str = "localhost", user: str | None = None, password: str | None = None
+) -> str:
+    """The proxy's URL as a run's kubeconfig names it (with the owner as `user` and the
+    proxy's secret as `password`)."""
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"  # an IPv6 address in a URL
-    return f"http://{user}@{host}:{port}" if user else f"http://{host}:{port}"
+    if not user:
+        return f"http://{host}:{port}"
+    userinfo = f"{user}:{urllib.parse.quote(password, safe='')}" if password else user
+    return f"http://{userinfo}@{host}:{port}"
 
 
 def proxy_kubeconfig(
@@ -329,11 +345,12 @@ def proxy_kubeconfig(
 
     The same document the Go operator writes, except that the server follows the port the
     proxy really listens on and the user's password is `password`, the proxy's secret
-    (`access.py`), where the original writes `unused`. The owner is both in the server URL
-    and in the user entry (the Python client only reads it from there); the secret only in
-    the user entry, which every client sends as Basic auth, so that it shows in no URL. The
-    context is `<namespace>/proxy-server`, which for a cluster-scoped owner is
-    `/proxy-server`, as in the original; it sets no default namespace.
+    (`access.py`), where the original writes `unused`. Owner and secret are both in the
+    user entry (what the Python client sends) and in the server URL: Go clients
+    (`kubectl` in a role) read no user entry for a plain-HTTP server and send the URL's
+    user info as Basic auth instead. The context is `<namespace>/proxy-server`, which for
+    a cluster-scoped owner is `/proxy-server`, as in the original; it sets no default
+    namespace.
     """
     username = encode_owner(owner)
     context = f"{owner.namespace}/{PROXY_CLUSTER}"
@@ -345,7 +362,7 @@ def proxy_kubeconfig(
                 "name": PROXY_CLUSTER,
                 "cluster": {
                     "insecure-skip-tls-verify": True,
-                    "server": proxy_server(port=port, host=host, user=username),
+                    "server": proxy_server(port=port, host=host, user=username, password=password),
                 },
             }
         ],

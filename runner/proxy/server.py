@@ -15,7 +15,10 @@ request the proxy:
    of its kind (which is how watches come back after an operator restart);
 3. leaves `metadata.managedFields` out of every JSON answer (see
    `without_managed_fields`);
-4. on a create by a run, adds the owner reference (or the primary-resource annotations
+4. relays upgrade requests (`exec`, `attach`, `portforward`) on a connection of its own
+   and splices the two byte streams once the API server switched protocols
+   (`upgrade.py`), and streams `log` answers (`k8s_log` with `follow`) as they come;
+5. on a create by a run, adds the owner reference (or the primary-resource annotations
    across namespaces) to the new object, and once the API server accepted it, starts
    the dependent watch of its kind for the owner's watch.
 
@@ -25,9 +28,11 @@ secret: anyone who could use it would act with the operator's credentials.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import logging
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +43,7 @@ from aiohttp import web
 from runner.errors import ProxyError
 from runner.k8s.client import APIResource, KubeClient
 from runner.k8s.errors import APIError
-from runner.proxy import access
+from runner.proxy import access, upgrade
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.filtering import filter_objects, list_body
@@ -76,6 +81,8 @@ _CONNECT_TIMEOUT_SECONDS = 15.0
 WATCH_GRACE_SECONDS = 30
 _WATCH_MAX_SECONDS = 3600
 _CACHED_SUBRESOURCES = frozenset(("", "status"))
+_STREAMED_SUBRESOURCES = frozenset(("log",))
+"""Answered as they come, like watches: a followed log lasts as long as its container."""
 
 
 @dataclass
@@ -86,6 +93,7 @@ class ProxyStats:
     cache_hits: int = 0
     injected: int = 0
     refused: int = 0
+    upgrades: int = 0
 
 
 class ProxyServer:
@@ -125,6 +133,8 @@ class ProxyServer:
         self._requested_port = port
         self.secret = secret or access.new_secret()
         self._allowed_hosts: frozenset[str] = frozenset()
+        self._upstream_tls: ssl.SSLContext | None = None
+        self._sessions: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.stats = ProxyStats()
@@ -167,6 +177,10 @@ class ProxyServer:
         return access.basic_authorization("", self.secret)
 
     async def stop(self) -> None:
+        # Upgraded sessions (exec, port-forward) last as long as their client wants: end
+        # them rather than wait for them.
+        for session in list(self._sessions):
+            session.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -185,6 +199,14 @@ class ProxyServer:
         if refusal is not None:
             self.stats.refused += 1
             return refusal
+        if upgrade.is_upgrade(request.headers):
+            self.stats.upgrades += 1
+            sessions = {task} if (task := asyncio.current_task()) is not None else set()
+            self._sessions |= sessions
+            try:
+                return await upgrade.relay(request, await self._upstream())
+            finally:
+                self._sessions -= sessions
         owner = owner_from_basic_auth(request.headers.get("Authorization"))
         info = parse_request(request.method, request.path, dict(request.query))
         resource = await self._resource(info)
@@ -231,6 +253,18 @@ class ProxyServer:
                 headers={"WWW-Authenticate": 'Basic realm="ansible-operator API proxy"'},
             )
         return None
+
+    async def _upstream(self) -> upgrade.Upstream:
+        """The API server as an upgrade request reaches it (TLS context made once)."""
+        server = self._client.server
+        if server.startswith("https:") and self._upstream_tls is None:
+            self._upstream_tls = self._client.ssl_context()
+        return upgrade.Upstream(
+            server=server,
+            ssl_context=self._upstream_tls,
+            server_hostname=self._client.tls_server_name,
+            auth=await self._client.auth_headers(),
+        )
 
     async def _resource(self, info: RequestInfo) -> APIResource | None:
         if not info.is_resource or not info.resource:
@@ -390,7 +424,12 @@ class ProxyServer:
                 query=list(request.query.items()),
                 headers=headers,
                 data=body,
-                timeout=upstream_timeout(info.verb, request.query, total=self._request_timeout),
+                timeout=upstream_timeout(
+                    info.verb,
+                    request.query,
+                    total=self._request_timeout,
+                    subresource=info.subresource,
+                ),
             )
         except APIError as err:
             log.warning("API proxy: %s %s: %s", request.method, request.path, err)
@@ -404,7 +443,7 @@ class ProxyServer:
                 for name, value in upstream.headers.items()
                 if name.lower() not in _DROPPED_RESPONSE_HEADERS
             }
-            if info.verb != "watch":
+            if info.verb != "watch" and info.subresource not in _STREAMED_SUBRESOURCES:
                 try:
                     content = await upstream.read()
                 except (aiohttp.ClientError, OSError, TimeoutError) as err:
@@ -422,21 +461,29 @@ class ProxyServer:
                     await streamed.write(chunk)
                 await streamed.write_eof()
             except (ConnectionResetError, OSError):
-                log.debug("API proxy: the client of a watch went away")
+                log.debug("API proxy: the client of a streamed answer went away")
             except (aiohttp.ClientError, TimeoutError) as err:
                 # The client sees its watch end and watches again, as after a server close.
-                log.info("API proxy: watch %s ended: upstream %s", request.path, err or "silent")
+                log.info("API proxy: stream %s ended: upstream %s", request.path, err or "silent")
             return streamed
         finally:
             upstream.release()
 
 
 def upstream_timeout(
-    verb: str, query: Mapping[str, str], *, total: float = REQUEST_TIMEOUT_SECONDS
+    verb: str,
+    query: Mapping[str, str],
+    *,
+    total: float = REQUEST_TIMEOUT_SECONDS,
+    subresource: str = "",
 ) -> aiohttp.ClientTimeout:
     """How long the proxy waits on the API server for one forwarded request: `total` for
-    the whole of a request that is not a watch; for a watch, the quiet it may keep."""
+    the whole of a request that is not a watch; for a watch, the quiet it may keep; for a
+    followed log (`k8s_log` with `follow`), only the connection: a container may stay
+    silent for as long as it runs."""
     connect = min(total, _CONNECT_TIMEOUT_SECONDS)
+    if subresource == "log" and query.get("follow", "").lower() in ("true", "1"):
+        return aiohttp.ClientTimeout(connect=connect)
     if verb != "watch":
         return aiohttp.ClientTimeout(total=total, connect=connect)
     try:

@@ -14,7 +14,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         description="Write PROJECT, Makefile, Dockerfile, watches.yaml, requirements.yml, "
         "config/ (CRDs, RBAC, manager, OLM manifests, scorecard) and a Molecule scenario.",
     )
-    init.add_argument("--domain", required=True, help="domain of the API groups, e.g. example.com")
+    init.add_argument(
+        "--domain",
+        default="my.domain",
+        help="domain of the API groups, e.g. example.com (default: %(default)s)",
+    )
     init.add_argument("--project-name", help="name of the project (default: the directory's name)")
     init.set_defaults(handler=_cmd_init)
 
@@ -96,11 +100,20 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def _cmd_create_api(args: argparse.Namespace) -> int:
+    import sys
+
     from runner.scaffold import generate, writer
+    from runner.scaffold.names import group_warning
+    from runner.scaffold.project import PROJECT_FILE, parse_project
 
     root = Path.cwd()
+    files = writer.read_project_files(root)
+    if PROJECT_FILE in files:
+        note = group_warning(args.group, parse_project(files[PROJECT_FILE]).domain)
+        if note:
+            print(note, file=sys.stderr)
     plan = generate.api_plan(
-        writer.read_project_files(root),
+        files,
         group=args.group,
         version=args.version,
         kind=args.kind,

@@ -122,6 +122,9 @@ def manager_rules_block(resource: Resource) -> str:
     return f"  # {resource.gvk_text()}\n{body}"
 
 
+_PEOPLE_ROLE_VERB = {"admin": "do anything with", "editor": "manage", "viewer": "read"}
+
+
 def _people_role(resource: Resource, project: str, name: str, verbs: tuple[str, ...]) -> str:
     data = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -137,9 +140,13 @@ def _people_role(resource: Resource, project: str, name: str, verbs: tuple[str, 
     }
     return dump(
         data,
-        header=f"Lets people {'manage' if name == 'editor' else 'read'} {resource.kind} "
+        header=f"Lets people {_PEOPLE_ROLE_VERB[name]} {resource.kind} "
         "objects; the operator itself does not use this role.",
     )
+
+
+def admin_role(resource: Resource, *, project: str) -> str:
+    return _people_role(resource, project, "admin", ("*",))
 
 
 def editor_role(resource: Resource, *, project: str) -> str:
@@ -229,6 +236,9 @@ collections:
   - kubernetes.core
   - operator_sdk.util
 """,
+        # Empty until the role needs them: files for `copy`, templates for `template`.
+        f"{root}/files/.placeholder": "",
+        f"{root}/templates/.placeholder": "",
     }
 
 

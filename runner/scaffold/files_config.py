@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.scaffold.files_metrics import metrics_files, metrics_rbac_files, testing_files
 from runner.scaffold.yamltext import dump, dump_all
 
 __all__ = [
@@ -72,6 +73,9 @@ def config_files(*, project: str, domain: str) -> dict[str, str]:
             ],
         ),
         "config/manifests/kustomization.yaml": _manifests_kustomization(project),
+        **metrics_files(project),
+        **metrics_rbac_files(),
+        **testing_files(project),
     }
 
 
@@ -79,12 +83,23 @@ def _default_kustomization(project: str) -> str:
     data = {
         "namespace": f"{project}-system",
         "namePrefix": f"{project}-",
-        "resources": ["../crd", "../rbac", "../manager"],
+        "resources": ["../crd", "../rbac", "../manager", "metrics_service.yaml"],
+        # Metrics on :8443 over HTTPS, for authorised callers only (see the patch).
+        "patches": [{"path": "manager_metrics_patch.yaml", "target": {"kind": "Deployment"}}],
     }
-    return dump(
-        data,
-        header="What `make deploy` applies: CRDs, RBAC and the manager, in one namespace,\n"
-        "with every name prefixed by the project name.",
+    optional = (
+        "# Uncomment to add a Prometheus ServiceMonitor (needs the Prometheus Operator's\n"
+        "# CRDs) or a NetworkPolicy letting only namespaces labelled metrics=enabled scrape:\n"
+        "# - ../prometheus\n"
+        "# - ../network-policy\n"
+    )
+    return (
+        dump(
+            data,
+            header="What `make deploy` applies: CRDs, RBAC, the manager and its metrics Service,\n"
+            "in one namespace, with every name prefixed by the project name.",
+        )
+        + optional
     )
 
 
@@ -106,7 +121,6 @@ def _manager(project: str) -> str:
         "args": [
             "--leader-elect",
             f"--leader-election-id={project}",
-            "--metrics-bind-address=127.0.0.1:8080",
             f"--health-probe-bind-address=:{HEALTH_PORT}",
             # No run may hang forever: one stuck on a dead endpoint would hold a worker.
             f"--reconcile-timeout={RECONCILE_TIMEOUT}",
@@ -182,11 +196,14 @@ def rbac_kustomization() -> str:
         "role_binding.yaml",
         "leader_election_role.yaml",
         "leader_election_role_binding.yaml",
+        "metrics_auth_role.yaml",
+        "metrics_auth_role_binding.yaml",
+        "metrics_reader_role.yaml",
     ]
     return dump(
         {"resources": files},
-        header="RBAC of the operator; `create api` adds an editor and a viewer role per kind\n"
-        "(for people, not used by the operator itself).",
+        header="RBAC of the operator and of its metrics; `create api` adds an admin, an editor\n"
+        "and a viewer role per kind (for people, not used by the operator itself).",
     )
 
 

@@ -120,6 +120,7 @@ def _new_files(resource: Resource, project: str, *, playbook: bool) -> dict[str,
     files = {
         f"config/crd/{resource.crd_file}": files_api.crd(resource),
         f"config/samples/{resource.sample_file}": files_api.sample(resource, project=project),
+        f"config/rbac/{singular}_admin_role.yaml": files_api.admin_role(resource, project=project),
         f"config/rbac/{singular}_editor_role.yaml": files_api.editor_role(
             resource, project=project
         ),
@@ -138,15 +139,11 @@ def _updates(
     files: Mapping[str, str], project: Project, resource: Resource, *, playbook: bool
 ) -> dict[str, str]:
     csv = csvbase.csv_path(project.name)
-    rbac = add_list_item(
-        files[_RBAC_KUSTOMIZATION],
-        "resources",
-        f"{resource.singular}_editor_role.yaml",
-        source=_RBAC_KUSTOMIZATION,
-    )
-    rbac = add_list_item(
-        rbac, "resources", f"{resource.singular}_viewer_role.yaml", source=_RBAC_KUSTOMIZATION
-    )
+    rbac = files[_RBAC_KUSTOMIZATION]
+    for name in ("admin", "editor", "viewer"):
+        rbac = add_list_item(
+            rbac, "resources", f"{resource.singular}_{name}_role.yaml", source=_RBAC_KUSTOMIZATION
+        )
     return {
         PROJECT_FILE: render_project(project.with_resource(resource)),
         WATCHES_FILE: extend.add_watch(

@@ -12,9 +12,11 @@ import re
 from dataclasses import dataclass
 
 from runner.errors import ConfigError
+from runner.scaffold.plural import plural
 
 __all__ = [
     "Resource",
+    "group_warning",
     "plural",
     "validate_domain",
     "validate_group",
@@ -28,7 +30,6 @@ _DNS_LABEL = re.compile(rf"^{_LABEL}$")
 _DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
-_VOWELS = frozenset("aeiou")
 
 
 def _subdomain(flag: str, value: str, *, what: str) -> str:
@@ -56,6 +57,22 @@ def validate_group(value: str, *, domain: str) -> str:
     if len(full) > 253:
         raise ConfigError(f"--group {value!r}: the full group {full!r} is longer than 253")
     return value
+
+
+def group_warning(group: str, domain: str) -> str | None:
+    """A note when the short group already ends with the domain: operator-sdk appends the
+    domain anyway (`web.example.com` → `web.example.com.example.com`), and so do we, so
+    that a project moves between the two tools unchanged; the user most likely meant the
+    part before the domain."""
+    if not domain or not (group == domain or group.endswith(f".{domain}")):
+        return None
+    short = group[: -len(domain)].rstrip(".")
+    hint = f"--group {short}" if short else "a group that is not the domain itself"
+    return (
+        f"warning: --group {group!r} already ends with the domain {domain!r}; the API group "
+        f"is {group}.{domain} (the domain is always appended, as operator-sdk does); "
+        f"for {short + '.' if short else ''}{domain} use {hint}"
+    )
 
 
 def validate_version(value: str) -> str:
@@ -88,17 +105,6 @@ def validate_project_name(value: str, *, flag: str = "--project-name") -> str:
             "lower-case letters, digits and '-', starting and ending with a letter or digit)"
         )
     return value
-
-
-def plural(kind: str) -> str:
-    """The resource name of a kind: lower case, then `s`, `es` after s/x/z/ch/sh, and
-    `ies` for a `y` after a consonant."""
-    word = kind.lower()
-    if word.endswith(("s", "x", "z", "ch", "sh")):
-        return word + "es"
-    if word.endswith("y") and len(word) > 1 and word[-2] not in _VOWELS:
-        return word[:-1] + "ies"
-    return word + "s"
 
 
 @dataclass(frozen=True)

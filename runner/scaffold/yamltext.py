@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from runner.errors import ConfigError
+from runner.yamlerror import describe_yaml_error
 
 __all__ = ["add_list_item", "append_block", "dump", "dump_all", "leading_comments", "load"]
 
@@ -69,7 +70,7 @@ def load(text: str, *, source: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{source}: invalid YAML {describe_yaml_error(exc)}") from None
 
 
 def leading_comments(text: str) -> str:

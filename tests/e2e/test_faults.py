@@ -1,12 +1,14 @@
-"""Faults and load: nothing is lost when the API server goes away, the operator is killed
-or stopped mid-run, half the CRs are broken, or the operator lacks a permission.
+"""Faults and load: nothing is lost when the API server goes away or restarts again and
+again, connections are reset, the operator is killed or stopped mid-run (a finalizer run
+included), half the CRs are broken, or the operator lacks a permission.
 
-The API-server outage runs on a private cluster of its own, so that stopping its API
+The API-server outages run on a private cluster of its own, so that stopping its API
 server cannot disturb other tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -21,8 +23,9 @@ import yaml
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ConflictError
-from support.kube import condition, wait_for
+from support.kube import condition, get_or_none, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.tcpstall import forwarding, kubeconfig_through
 
 GROUP = "faults.test.example.com"
 API_VERSION = f"{GROUP}/v1alpha1"
@@ -79,7 +82,7 @@ def peak_rss_mib(pid: int) -> float:
 
 @pytest.fixture(scope="module")
 def kinds(dyn: Any) -> dict[str, Any]:
-    names = ("Steady", "Killed", "Stopped", "Many", "Denied")
+    names = ("Steady", "Killed", "Finalized", "Stopped", "Many", "Denied")
     return {kind: install_crd(dyn, crd(group=GROUP, kind=kind)) for kind in names}
 
 
@@ -93,13 +96,30 @@ def project(tmp_path: Path) -> Callable[[str], Path]:
     return make
 
 
-@pytest.mark.timeout(900)  # a cluster of its own, an outage and 20 runs on a loaded machine
-def test_api_server_outage_loses_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
+def _create_until_done(resource: Any, names: list[str], namespace: str) -> None:
+    """Create each CR, retrying while the API server is away (a create whose answer was
+    lost in an outage counts as done)."""
+    for name in names:
+        while True:
+            try:
+                create(resource, name, namespace)
+                break
+            except ConflictError:
+                break
+            except Exception:
+                time.sleep(0.5)
+
+
+@pytest.mark.timeout(1200)  # a cluster of its own, outages and 35 runs on a loaded machine
+def test_api_server_restarts_and_connection_resets_lose_nothing(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     from runner.cluster.local import LocalCluster
 
     cluster = LocalCluster(tmp_path_factory.mktemp("outage-cluster"))
     cluster.up(progress=lambda _message: None)
     proc: OperatorProcess | None = None
+    stack = contextlib.ExitStack()
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         dyn = DynamicClient(api)
@@ -108,50 +128,63 @@ def test_api_server_outage_loses_nothing(tmp_path_factory: pytest.TempPathFactor
         client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
         root = tmp_path_factory.mktemp("outage")
         proj = write_project(root / "p", watches=[watch("Steady")], roles={"r": ROLE})
-        proc = OperatorProcess(proj, kubeconfig=cluster.kubeconfig, log=root / "op.log")
+        admin = yaml.safe_load(cluster.kubeconfig.read_text())
+        # The operator's connections go through a forwarder that can reset them.
+        forwarder = stack.enter_context(forwarding(admin["clusters"][0]["cluster"]["server"]))
+        through = root / "through.kubeconfig"
+        through.write_text(yaml.safe_dump(kubeconfig_through(admin, forwarder)))
+        proc = OperatorProcess(proj, kubeconfig=through, log=root / "op.log")
         wait_for(
             lambda: "started steady-v1alpha1-controller" in proc.log(), timeout=90, message="ready"
         )
 
-        for index in range(10):
-            create(resource, f"s-{index}", namespace)
+        _create_until_done(resource, [f"s-{index}" for index in range(10)], namespace)
         failed: list[BaseException] = []
 
-        def stop_and_restart_api_server() -> None:
+        def stop_and_restart_api_server(seconds: float) -> None:
             try:
-                cluster.outage("kube-apiserver", seconds=10)
+                cluster.outage("kube-apiserver", seconds=seconds)
             except BaseException as error:  # re-raised below, in the test's thread
                 failed.append(error)
 
-        outage = threading.Thread(target=stop_and_restart_api_server)
-        outage.start()
-        time.sleep(1)
+        # A long outage while CRs are created, then short restarts and connection resets
+        # in turn, CRs created all along.
         created = 10
-        while created < 20:  # create the other ten as soon as the API server is back
-            try:
-                create(resource, f"s-{created}", namespace)
-                created += 1
-            except ConflictError:  # created, but the answer was lost in the outage
-                created += 1
-            except Exception:
-                time.sleep(0.5)
-        outage.join()
-        if failed:
-            raise failed[0]
+        for round_, seconds in enumerate((10.0, 2.0, 2.0, 2.0)):
+            outage = threading.Thread(target=stop_and_restart_api_server, args=(seconds,))
+            outage.start()
+            time.sleep(1)
+            count = 10 if round_ == 0 else 5
+            _create_until_done(
+                resource, [f"s-{i}" for i in range(created, created + count)], namespace
+            )
+            created += count
+            outage.join()
+            if failed:
+                raise failed[0]
+            # Reset the connections the operator made again after the restart.
+            wait_for(forwarder.open_connections, timeout=60, message="the operator reconnects")
+            reset = forwarder.reset()
+            print(f"round {round_}: {seconds:.0f} s outage, then {reset} connections reset")
 
         def converged() -> bool:
             found = conditions_of(resource, namespace)
-            return len(found) == 20 and all(c.get("Successful") == "True" for c in found.values())
+            return len(found) == created and all(
+                c.get("Successful") == "True" for c in found.values()
+            )
 
-        wait_for(converged, timeout=240, message="all 20 CRs Successful after the outage")
+        wait_for(converged, timeout=300, message=f"all {created} CRs Successful after the faults")
         outputs = client.CoreV1Api(api).list_namespaced_config_map(namespace).items
         names = sorted(cm.metadata.name for cm in outputs if cm.metadata.name.endswith("-out"))
-        assert names == sorted(f"s-{i}-out" for i in range(20)), "missing or duplicate dependents"
+        assert names == sorted(f"s-{i}-out" for i in range(created)), "missing dependents"
         assert proc.running()
+        # An API server away is routine: one line per failed attempt, no tracebacks.
+        assert "Traceback" not in proc.log()
     finally:
         if proc is not None:
             proc.stop()
             print(proc.log()[-4000:])
+        stack.close()
         cluster.down(progress=lambda _message: None)
 
 
@@ -181,6 +214,68 @@ def test_kill_9_mid_run_then_restart_converges(
     finally:
         second.stop()
         print(second.log()[-3000:])
+
+
+# The finalizer's role: records its start, takes a while, records its end.
+CLEANUP = """
+- name: Record the start
+  ansible.builtin.shell: echo start >> {{ marks }}/{{ ansible_operator_meta.name }}
+
+- name: Take a while
+  ansible.builtin.pause:
+    seconds: 8
+
+- name: Record the end
+  ansible.builtin.shell: echo done >> {{ marks }}/{{ ansible_operator_meta.name }}
+"""
+
+
+def test_kill_9_during_a_finalizer_run_then_restart_finalizes(
+    kinds: dict[str, Any], kubeconfig: Path, tmp_path: Path, namespace: str
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    finalizer = {"name": f"{GROUP}/cleanup", "role": "cleanup", "vars": {"marks": str(marks)}}
+    proj = write_project(
+        tmp_path / "project",
+        watches=[{**watch("Finalized"), "finalizer": finalizer}],
+        roles={"r": ROLE, "cleanup": CLEANUP},
+    )
+    resource = kinds["Finalized"]
+    record = marks / "f"
+    first = OperatorProcess(proj, kubeconfig=kubeconfig, log=tmp_path / "first.log")
+    try:
+        create(resource, "f", namespace)
+        wait_for(
+            lambda: conditions_of(resource, namespace)["f"].get("Successful") == "True",
+            timeout=90,
+            message="the CR converges",
+        )
+        resource.delete(name="f", namespace=namespace)
+        wait_for(
+            lambda: record.exists() and "start" in record.read_text(),
+            timeout=60,
+            message="the finalizer run started",
+        )
+        os.killpg(first.process.pid, signal.SIGKILL)
+        first.process.wait()
+    finally:
+        first.stop()
+        print(first.log()[-3000:])
+    held = get_or_none(resource, "f", namespace)
+    assert held is not None and finalizer["name"] in held.metadata.finalizers
+    second = OperatorProcess(proj, kubeconfig=kubeconfig, log=tmp_path / "second.log")
+    try:
+        wait_for(
+            lambda: get_or_none(resource, "f", namespace) is None,
+            timeout=120,
+            message="the restarted operator finalizes the CR and it is gone",
+        )
+        assert second.running()
+    finally:
+        second.stop()
+        print(second.log()[-3000:])
+    assert record.read_text().split() == ["start", "start", "done"]
 
 
 def test_sigterm_lets_runs_in_flight_finish(

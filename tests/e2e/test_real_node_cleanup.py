@@ -60,9 +60,9 @@ def assert_machine_as_before(before: MachineSnapshot, node: RealNode) -> None:
     }
     assert [r for r in new_rules if node.layout.ident.upper() in r or "KUBE-" in r] == []
     assert [link for link in after.links - before.links if node.layout.ident in link] == []
-    if other_real_nodes():
-        # Another cluster's real node runs on this machine: the kubelet's settings stay
-        # as it needs them until it stops.
+    if before.other_real_nodes or other_real_nodes():
+        # Another cluster's real node ran on this machine meanwhile: the kernel settings
+        # are as it needs them until it stops, then as the machine had them before it.
         return
     kubelet_settings = set(machine.KUBELET_SYSCTLS) | {
         "net.ipv4.conf.all.route_localnet",

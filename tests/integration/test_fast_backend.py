@@ -6,6 +6,7 @@ test_memcached_sample.py.)"""
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,11 @@ VOLATILE_KEYS = {
 }
 
 
+_MODULE_FILE = re.compile(r'File "[^"]*?/(ansible_collections|ansible)/')
+"""Where a traceback places a module's files: in its payload zip, or for a direct module
+the installed files (ansible-core 2.18 returns module tracebacks in the result)."""
+
+
 def _comparable(value: Any, name: str) -> Any:
     """A task result without what differs between any two runs (uids, versions, times).
 
@@ -108,6 +114,8 @@ def _comparable(value: Any, name: str) -> Any:
             if key in VOLATILE_KEYS:
                 continue
             comparable = _comparable(item, name)
+            if key == "exception" and isinstance(comparable, str):
+                comparable = _MODULE_FILE.sub(r'File "<module root>/\1/', comparable)
             if comparable == {} and item != {}:
                 continue
             kept[key] = comparable

@@ -125,6 +125,11 @@ def test_create_scale_delete(
     )
     assert get_or_none(deployments, "memcached-sample", namespace) is None
     assert operator.running()
+    # Each backend ran as itself on this ansible-core: no hook left out by the start-up
+    # check or failing to install, no fall-back of the fast backend to ansible-runner.
+    log = operator.log()
+    for fallback in ("hooks were tested with", "runs without hook", "backend cannot start"):
+        assert fallback not in log
 
 
 def test_dependents_are_owned_watched_and_garbage_collected(

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 from support.kube import wait_for
-from support.realnode import TOOLS_IMAGE, ImageServer, RealNodeCluster, on_real_node
+from support.realnode import TOOLS_IMAGE, RealNodeCluster, on_real_node
 
-from runner.cluster import machine, nodeconfig, oci
+from runner.cluster import machine, nodeconfig, oci, registry
 from runner.cluster.local import FAKE_NODE
 
 pytestmark = pytest.mark.timeout(300)
@@ -192,46 +192,50 @@ def test_status_shows_the_real_node(real_node_cluster: RealNodeCluster) -> None:
 def test_images_are_pulled_from_the_local_registry_also_for_docker_io_names(
     real_node_cluster: RealNodeCluster, core: client.CoreV1Api, ns: str
 ) -> None:
-    """With the registry's hosts.toml files, `memcached:1.6` (docker.io) and
-    `127.0.0.1:<port>/...` are both pulled, over plain HTTP, from the local registry."""
-    catatonit = Path(machine.program("catatonit")).read_bytes()
-    archive = oci.image_archive(
-        oci.ImageSpec(
-            name="docker.io/library/memcached:1.6",
-            files={"catatonit": oci.ImageFile(catatonit)},
-            entrypoint=("/catatonit", "-P"),
-        )
-    )
-    layout = real_node_cluster.node.layout
-    with ImageServer({"library/memcached:1.6": archive}) as registry:
-        real_node_cluster.node.use_registry(registry.port)
-        try:
-            pod = on_real_node(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {"name": "pulled"},
-                    "spec": {
-                        "terminationGracePeriodSeconds": 1,
-                        "containers": [
-                            {"name": "mirrored", "image": "memcached:1.6"},
-                            {
-                                "name": "direct",
-                                "image": f"127.0.0.1:{registry.port}/library/memcached:1.6",
-                            },
-                        ],
+    """With the local registry started beside the node, `memcached:1.6` (docker.io) and
+    `127.0.0.1:<port>/...` are both pulled, over plain HTTP, from it."""
+    cluster = real_node_cluster.cluster
+    node = real_node_cluster.node
+    serving = registry.start(cluster, progress=lambda _message: None)
+    pushed = f"{serving.address}/library/memcached:1.6"
+    try:
+        real_node_cluster.import_archive(
+            oci.image_archive(
+                oci.ImageSpec(
+                    name=pushed,
+                    files={
+                        "catatonit": oci.ImageFile(Path(machine.program("catatonit")).read_bytes())
                     },
-                }
+                    entrypoint=("/catatonit", "-P"),
+                )
             )
-            core.create_namespaced_pod(ns, pod)
-            phase, node = wait_for(
-                lambda: _phase(core, "pulled", ns), timeout=120, message="pod pulled running"
-            )
-        finally:
-            for host in nodeconfig.registry_hosts(registry.port):
-                shutil.rmtree(layout.registry_config / host, ignore_errors=True)
+        )
+        node.ctr("images", "push", "--plain-http", pushed)
+        node.ctr("images", "remove", pushed)  # the kubelet must pull it
+        pod = on_real_node(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "pulled"},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [
+                        {"name": "mirrored", "image": "memcached:1.6"},
+                        {"name": "direct", "image": pushed},
+                    ],
+                },
+            }
+        )
+        core.create_namespaced_pod(ns, pod)
+        phase, on_node = wait_for(
+            lambda: _phase(core, "pulled", ns), timeout=120, message="pod pulled running"
+        )
+        log = cluster.addons()[registry.ADDON].log.read_text(encoding="utf-8")
+    finally:
+        registry.stop(cluster)
+        for host in nodeconfig.registry_hosts(serving.port):
+            shutil.rmtree(node.layout.registry_config / host, ignore_errors=True)
 
-    assert (phase, node) == ("Running", real_node_cluster.node_name)
-    manifests = [r for r in registry.requests if "/manifests/" in r]
-    assert any("ns=docker.io" in r for r in manifests), manifests
-    assert any("ns=docker.io" not in r for r in manifests), manifests
+    assert (phase, on_node) == ("Running", real_node_cluster.node_name)
+    # containerd resolves the tag (HEAD), then fetches by digest, naming the upstream.
+    assert "/v2/library/memcached/manifests/1.6?ns=docker.io " in log

@@ -102,6 +102,16 @@ BACKEND_ENV = "ANSIBLE_OPERATOR_TEST_BACKEND"
 """`fast` or `runner`: the `--ansible-backend` of every operator the tests start."""
 
 
+PYTHON_ENV = "ANSIBLE_OPERATOR_TEST_PYTHON"
+"""The interpreter (of a virtualenv with the project installed) that runs every operator
+the tests start, and so the ansible-core line they run on; default: the tests' own."""
+
+
+def operator_python() -> str:
+    """The interpreter operators under test run with (see `PYTHON_ENV`)."""
+    return os.environ.get(PYTHON_ENV) or sys.executable
+
+
 def backend_args(args: list[str]) -> list[str]:
     """`--ansible-backend` from `$ANSIBLE_OPERATOR_TEST_BACKEND`, unless `args` has one."""
     backend = os.environ.get(BACKEND_ENV, "")
@@ -125,7 +135,7 @@ class OperatorProcess:
         python: str | None = None,
     ) -> None:
         """`prefix`: a command that runs the operator, e.g. in its own mount namespace;
-        `python`: the interpreter whose `runner.cli` runs (default: this one)."""
+        `python`: the interpreter whose `runner.cli` runs (default: `operator_python()`)."""
         self.project = project
         self.log_path = log
         # Temporary files (the zygote's store, Ansible's discovery cache) stay under the
@@ -143,7 +153,7 @@ class OperatorProcess:
             environ.pop("WATCH_NAMESPACE", None)  # the tests' own setting must not leak in
         command = [
             *(prefix or []),
-            python or sys.executable,
+            python or operator_python(),
             "-m",
             "runner.cli",
             "run",

@@ -7,19 +7,13 @@ real pods (exec, logs, the operator as a pod) share it, so the node starts once 
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import subprocess
-import tarfile
 import tempfile
-import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from runner.cluster import build, machine, nodeconfig, oci
+from runner.cluster import build, machine, nodeconfig, oci, podnet, sweep
 from runner.cluster.components import components
 from runner.cluster.local import LocalCluster
 from runner.cluster.realnode import RealNode
@@ -96,6 +90,7 @@ class MachineSnapshot:
     mounts: frozenset[str]
     netns: frozenset[str]
     iptables: dict[str, frozenset[str]]
+    other_real_nodes: bool
 
     @classmethod
     def take(cls) -> MachineSnapshot:
@@ -115,6 +110,7 @@ class MachineSnapshot:
             mounts=frozenset(line.split()[4] for line in mounts),
             netns=netns,
             iptables={family: frozenset(_iptables_rules(family)) for family in ("ipv4", "ipv6")},
+            other_real_nodes=other_real_nodes(),
         )
 
 
@@ -140,20 +136,20 @@ def leftovers(node: RealNode) -> list[str]:
     """What of `node` is still on the machine (processes, mounts, cgroups, bridge,
     iptables chains, run directory); empty when it was removed completely."""
     layout = node.layout
-    found = [f"process {pid}" for pid in machine.owned_pids(layout)]
+    found = [f"process {pid}" for pid in sweep.owned_pids(layout)]
     found += [
         f"process {pid} ({name})"
         for pid, name in _processes_mentioning(str(layout.home), str(layout.run_dir))
     ]
-    found += [f"mount {point}" for point in machine.mounts_under(layout.owned_paths())]
-    found += [f"cgroup {path}" for path in machine.remaining_cgroups(layout.cgroup_root)]
+    found += [f"mount {point}" for point in sweep.mounts_under(layout.owned_paths())]
+    found += [f"cgroup {path}" for path in sweep.remaining_cgroups(layout.cgroup_root)]
     link = subprocess.run(
         [machine.program("ip"), "link", "show", layout.bridge], capture_output=True, check=False
     )
     if link.returncode == 0:
         found.append(f"bridge {layout.bridge}")
     for family in ("ipv4", "ipv6"):
-        for table, chains in machine.iptables_chains(family).items():
+        for table, chains in podnet.iptables_chains(family).items():
             found += [
                 f"{family} chain {table}/{chain}"
                 for chain in chains
@@ -183,96 +179,3 @@ def other_real_nodes() -> bool:
     machines): machine-wide settings are then theirs to keep until they stop."""
     users = nodeconfig.RUN_ROOT / "users"
     return users.is_dir() and any(users.iterdir())
-
-
-# -- a read-only registry for containerd's registry configuration ------------------------
-
-
-class ImageServer:
-    """Serves images from OCI archives over the registry API's read side (`/v2/`,
-    manifests by tag or digest, blobs), plain HTTP on loopback, and records the paths
-    asked for: enough to check where containerd pulls from."""
-
-    def __init__(self, images: dict[str, bytes]) -> None:
-        """`images`: {"repository:tag": OCI archive}."""
-        self.blobs: dict[str, bytes] = {}
-        self.tags: dict[tuple[str, str], str] = {}
-        for reference, archive in images.items():
-            repository, tag = reference.rsplit(":", 1)
-            members = _archive_members(archive)
-            for name, content in members.items():
-                if name.startswith("blobs/sha256/"):
-                    self.blobs[f"sha256:{name.rsplit('/', 1)[1]}"] = content
-            (manifest,) = json.loads(members["index.json"])["manifests"]
-            self.tags[(repository, tag)] = manifest["digest"]
-        self.requests: list[str] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def __enter__(self) -> ImageServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _lookup(self, path: str) -> tuple[bytes, str] | None:
-        parts = path.split("?", 1)[0].strip("/").split("/")
-        if parts == ["v2"]:
-            return b"{}", "application/json"
-        if len(parts) < 4 or parts[0] != "v2":
-            return None
-        repository, kind, reference = "/".join(parts[1:-2]), parts[-2], parts[-1]
-        digest = self.tags.get((repository, reference), reference)
-        if digest not in self.blobs:
-            return None
-        if kind == "manifests":
-            return self.blobs[digest], "application/vnd.oci.image.manifest.v1+json"
-        return self.blobs[digest], "application/octet-stream"
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, *, body: bool) -> None:
-                server.requests.append(self.path)
-                found = server._lookup(self.path)
-                if found is None:
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                content, media_type = found
-                self.send_response(200)
-                self.send_header("Content-Type", media_type)
-                self.send_header("Content-Length", str(len(content)))
-                digest = f"sha256:{hashlib.sha256(content).hexdigest()}"
-                self.send_header("Docker-Content-Digest", digest)
-                self.end_headers()
-                if body:
-                    self.wfile.write(content)
-
-            def do_GET(self) -> None:
-                self._answer(body=True)
-
-            def do_HEAD(self) -> None:
-                self._answer(body=False)
-
-            def log_message(self, *_args: object) -> None:
-                pass
-
-        return Handler
-
-
-def _archive_members(archive: bytes) -> dict[str, bytes]:
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        return {
-            member.name: tar.extractfile(member).read()  # type: ignore[union-attr]
-            for member in tar.getmembers()
-            if member.isfile()
-        }

@@ -45,6 +45,11 @@ class StallingForwarder:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def open_connections(self) -> int:
+        """Connections forwarded now (each has two sockets; a waiting one counts half)."""
+        with self._lock:
+            return len(self._sockets) // 2
+
     def stall(self) -> None:
         self._flowing.clear()
 
@@ -60,6 +65,10 @@ class StallingForwarder:
             with contextlib.suppress(OSError):
                 # Linger 0: close() sends RST instead of FIN.
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            with contextlib.suppress(OSError):
+                # Wakes the pump blocked in recv() on it: until that returns, close() could
+                # not release the socket and the peer would never hear of it.
+                sock.shutdown(socket.SHUT_RD)
             with contextlib.suppress(OSError):
                 sock.close()
         return len(open_sockets) // 2

@@ -486,3 +486,31 @@ def test_run_help_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         "-v count, 0-7 (ANSIBLE_VERBOSITY_<KIND>_<GROUP> overrides it per watch) (default: 2)",
     ):
         assert shown in text
+
+
+def test_broken_project_files_are_one_line(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`create api` and `bundle generate` in a project whose files were hand-edited
+    into invalid YAML."""
+    project = isolated / "site-operator"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert main(["init", "--domain", "example.com"]) == 0
+    assert main(["create", "api", "--group", "web", "--version", "v1", "--kind", "Site"]) == 0
+    capsys.readouterr()
+    crd = project / "config" / "crd" / "bases" / "web.example.com_sites.yaml"
+    crd.write_text("- [\n")
+    code, err = run_main(["bundle", "generate", "--version", "0.0.1"], capsys)
+    assert code == 1
+    assert err == (
+        f"error: {crd}: not valid YAML at line 2, column 1: while parsing a flow node; "
+        "expected the node content, but found '<stream end>'\n"
+    )
+    (project / "PROJECT").write_text("domain: [\n")
+    code, err = run_main(
+        ["create", "api", "--group", "web", "--version", "v1", "--kind", "Shop"], capsys
+    )
+    assert code == 1
+    assert err.startswith("error: PROJECT: invalid YAML at line 2, column 1: ")
+    assert err.count("\n") == 1

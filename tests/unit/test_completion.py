@@ -103,3 +103,30 @@ def test_fish_script_is_valid_and_completes(scripts: dict[str, Path]) -> None:
     )
     offered = [line.split("\t")[0] for line in done.stdout.splitlines()]
     assert {"up", "down", "status"} <= set(offered)
+
+
+ZSH_SESSION = """
+zmodload zsh/zpty
+zpty z 'env PS1="> " HOME="$1" TERM=dumb zsh -f -i'
+zpty -w z "autoload -U compinit && compinit -u -D; source $2"
+zpty -w -n z $'ansible-operator cluster \\t'
+sleep 2
+out=""
+while zpty -r -t z chunk; do out+=$chunk; done
+print -r -- "$out"
+zpty -d z
+"""
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completes_in_an_interactive_shell(scripts: dict[str, Path], tmp_path: Path) -> None:
+    """A real zsh (on a pseudo-terminal) with compinit: TAB lists cluster's actions."""
+    done = subprocess.run(
+        ["zsh", "-f", "-c", ZSH_SESSION, "zsh", str(tmp_path), str(scripts["zsh"])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    listed = done.stdout.split()
+    assert {"up", "down", "status", "kubeconfig", "--state-dir"} <= set(listed), done.stdout

@@ -94,12 +94,16 @@ def lint(text: str, *, inherited: dict[str, str] | None = None) -> list[str]:
     problems: list[str] = []
     user = (inherited or {}).get("__user__", "")
     shell_pipefail = False
+    build_args: dict[str, str] = {}
     for ins in instructions:
         where = f"line {ins.line}"
         if ins.keyword == "ENV":
             env = environment([ins], env)
+        elif ins.keyword == "ARG":
+            name, _, default = ins.args.partition("=")
+            build_args.setdefault(name, default)
         elif ins.keyword == "FROM":
-            image = ins.words[0]
+            image = expand(ins.words[0], build_args)
             last = image.split("/")[-1]
             tag = last.partition(":")[2] if "@" not in last else "digest"
             if not tag:
@@ -188,9 +192,21 @@ def test_dockerfile_passes_the_rules(text: str, inherited: dict[str, str]) -> No
 
 
 def test_runtime_image() -> None:
-    instructions = parse(RUNTIME)
-    (base,) = [ins for ins in instructions if ins.keyword == "FROM"]
-    assert re.fullmatch(r"python:3\.11\.\d+-slim-[a-z]+", base.args), base.args
+    everything = parse(RUNTIME)
+    froms = [ins.args for ins in everything if ins.keyword == "FROM"]
+    assert froms == ["${BASE_IMAGE} AS collections", "${BASE_IMAGE}"]
+    args: dict[str, str] = {}
+    for ins in everything:
+        if ins.keyword == "ARG":  # the defaults are given before the first FROM
+            name, _, default = ins.args.partition("=")
+            args.setdefault(name, default)
+    assert re.fullmatch(
+        r"docker\.io/library/python:3\.11\.\d+-slim-bookworm", args["BASE_IMAGE"]
+    ), args
+    assert args["ANSIBLE_CORE"] in ("2.18", "2.19")
+    # the final stage: everything after its FROM
+    last_from = max(i for i, ins in enumerate(everything) if ins.keyword == "FROM")
+    instructions = everything[last_from:]
     env = environment(instructions, {})
     assert env["HOME"] == "/opt/ansible"
     assert env["ANSIBLE_ROLES_PATH"] == "/opt/ansible/roles"
@@ -214,6 +230,14 @@ def test_runtime_image() -> None:
     runs = " ".join(ins.args for ins in instructions if ins.keyword == "RUN")
     assert "pip install --no-cache-dir" in runs
     assert f"chown -R {RUNTIME_UID}:0 /opt/ansible" in runs
+    # tini's upstream version is pinned, never a Debian revision (they disappear)
+    assert "tini=" not in runs
+    assert "Upstream-Version}' tini)\" = 0.19.0" in runs
+    # pip gets the host's access through build secrets, for its step only
+    for ins in everything:
+        if ins.keyword == "RUN" and "pip install" in ins.args:
+            assert ins.flags.get("mount", "").startswith("type=secret"), ins.line
+            assert ". /tmp/image/pip-env.sh" in ins.args, ins.line
     labels = " ".join(ins.args for ins in instructions if ins.keyword == "LABEL")
     assert f'org.opencontainers.image.version="{__version__}"' in labels
 

@@ -178,9 +178,10 @@ def test_timestamps_stay_strings() -> None:
         source="x.yaml",
     )
     printed = cr_extra_vars(sample_watches(), obj, namespace=None)
-    assert printed["since"] == "2024-12-24"
+    # The sample's watch sets markUnsafe: spec values arrive wrapped as unsafe text.
+    assert printed["since"] == {"__ansible_unsafe": "2024-12-24"}
     meta = printed["_cache_example_com_memcached"]["metadata"]
-    assert meta["creationTimestamp"] == "2025-01-31T12:00:00Z"
+    assert meta["creationTimestamp"] == {"__ansible_unsafe": "2025-01-31T12:00:00Z"}
 
 
 @pytest.mark.parametrize(

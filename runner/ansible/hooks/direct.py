@@ -29,6 +29,7 @@ payload zip, and there is no `_ansiballz_*_payload_*` temporary directory.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -168,6 +169,8 @@ def install() -> None:
         return
     real_find = module_common._find_module_utils
 
+    # `builder.arguments` binds a call by the signature this wraps (`__wrapped__`).
+    @functools.wraps(real_find)
     def find_module_utils(*args: Any, **kwargs: Any) -> Any:
         built = _direct(module_common, builder.arguments(real_find, args, kwargs))
         return built if built is not None else real_find(*args, **kwargs)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import pickle
@@ -86,6 +87,8 @@ def install(store: str) -> None:
     patches = record(module_common)  # looks everything up before anything is patched
     os.makedirs(store, mode=0o700, exist_ok=True)
 
+    # `builder.arguments` binds a call by the signature this wraps (`__wrapped__`).
+    @functools.wraps(real_find)
     def find_module_utils(*args: Any, **kwargs: Any) -> Any:
         called = builder.arguments(real_find, args, kwargs)
         located = _locate(module_common, called)

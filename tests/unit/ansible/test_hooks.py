@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import os
+import functools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from runner import run, version
 from runner.ansible import hooks
 from runner.ansible.backend import RunnerBackend
 from runner.ansible.fast import FastBackend
+from runner.ansible.hooks import builder
 
 HOOKS_DIR = Path(hooks.__file__).parent
 
@@ -114,11 +116,30 @@ def test_version_prints_the_running_core_and_the_collections() -> None:
     assert by_name["kubernetes.core collection version"][0].isdigit()
 
 
-def test_a_collection_on_the_configured_path_comes_first(tmp_path: Path) -> None:
+def test_version_reports_the_collection_found_first(tmp_path: Path) -> None:
     collection = tmp_path / "ansible_collections" / "kubernetes" / "core"
     collection.mkdir(parents=True)
     (collection / "MANIFEST.json").write_text('{"collection_info": {"version": "3.1.0"}}')
-    search = version.collection_search_path({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path)})
-    assert version.collection_version("kubernetes.core", search) == ("3.1.0", collection)
-    assert version.collection_version("no.such", search) is None
-    assert os.fspath(search[0]) == str(tmp_path)
+    lines = version.version_lines({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path)})
+    assert f"kubernetes.core collection version: 3.1.0 ({collection})" in lines
+
+
+def test_module_builder_arguments_by_name_through_stacked_wrappers() -> None:
+    """`direct` wraps `payloads`, which wraps ansible-core's builder: each sees the call's
+    arguments by the builder's own names (2.18 passes seven of them by position)."""
+
+    def real(module_name: str, b_module_data: bytes, *, become: bool = False) -> None:
+        return None
+
+    @functools.wraps(real)
+    def inner(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    @functools.wraps(inner)
+    def outer(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    called = builder.arguments(outer, ("k8s", b"data"), {"become": True})
+    assert called == {"module_name": "k8s", "b_module_data": b"data", "become": True}
+    assert builder.becomes(called)
+    assert not builder.becomes({"become_plugin": None})

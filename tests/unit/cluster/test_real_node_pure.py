@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.cluster import machine, nodeconfig, oci, realnode
+from runner.cluster import machine, nodeconfig, oci, realnode, sweep
 from runner.cluster.nodeconfig import NodeLayout
 
 
@@ -68,6 +68,9 @@ def test_layout_names_fit_the_kernel_and_iptables_limits(tmp_path: Path) -> None
     assert len(layout.bridge) <= 15
     assert all(len(layout.chain(p)) <= 28 for p in ("INPUT", "FORWARD", "DNAT"))
     assert len(str(layout.containerd_socket)) + len(".ttrpc") < 108
+    # The kubelet makes sockets below its root directory, e.g. pod-resources/<10 digits>.
+    deep = NodeLayout.of(tmp_path / ("x" * 200))
+    assert len(str(deep.kubelet_root / "pod-resources" / "1779924232")) < 108
     assert NodeLayout.of(tmp_path / "b").ident != layout.ident
     assert NodeLayout.of(tmp_path / "a").ident == layout.ident
 
@@ -148,7 +151,7 @@ def test_kubelet_config_taints_the_node_and_leaves_iptables_alone(tmp_path: Path
 
 
 def test_shim_socket_is_where_containerd_puts_it() -> None:
-    socket = machine.shim_socket(Path("/run/x/containerd.sock"), "k8s.io", "abc")
+    socket = sweep.shim_socket(Path("/run/x/containerd.sock"), "k8s.io", "abc")
 
     expected = hashlib.sha256(b"/run/x/containerd.sock/k8s.io/abc").hexdigest()
     assert socket == Path("/run/containerd/s") / expected
@@ -205,3 +208,20 @@ def test_the_node_uses_the_registry_the_cluster_recorded(tmp_path: Path) -> None
 
     assert realnode._recorded_registry(tmp_path) == (5123, None)
     assert realnode._recorded_registry(tmp_path / "none") is None
+
+
+def test_up_with_a_real_node_says_what_is_missing_before_starting_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.cluster.local import LocalCluster
+    from runner.errors import ClusterError
+
+    monkeypatch.setattr(machine, "_found", lambda path: path != "catatonit")
+    cluster = LocalCluster(tmp_path / "cluster")
+
+    with pytest.raises(ClusterError) as raised:
+        cluster.up(real_node=True, progress=lambda _message: None)
+
+    assert "cannot run a real node" in str(raised.value)
+    assert "apt-get install -y catatonit" in str(raised.value)
+    assert not (tmp_path / "cluster").exists()

@@ -173,7 +173,8 @@ def test_bundle_image_needs_an_operator_image(tmp_path: Path, inputs: ProjectInp
 
 def test_catalog_dockerfile_serves_the_directory() -> None:
     text = catalog.catalog_dockerfile("catalog")
-    assert f"FROM {catalog.OPM_IMAGE} AS builder" in text
+    assert f"ARG OPM_IMAGE={catalog.OPM_IMAGE}\nFROM ${{OPM_IMAGE}} AS builder" in text
+    assert text.count("FROM ${OPM_IMAGE}") == 2
     assert "ADD catalog /configs" in text
     assert f"LABEL {catalog.CONFIGS_LABEL}=/configs" in text
 

@@ -34,3 +34,24 @@ def test_watches_have_no_total_but_a_bounded_silence(query: dict[str, str], quie
     timeout = upstream_timeout("watch", query)
     assert timeout.total is None
     assert timeout.sock_read == quiet
+
+
+@pytest.mark.parametrize(
+    ("query", "endless"),
+    [
+        pytest.param({"follow": "true", "container": "c"}, True, id="followed"),
+        pytest.param({"follow": "1"}, True, id="followed-1"),
+        pytest.param({"follow": "false"}, False, id="not-followed"),
+        pytest.param({}, False, id="plain"),
+    ],
+)
+def test_a_followed_log_is_bounded_only_while_connecting(
+    query: dict[str, str], endless: bool
+) -> None:
+    """`k8s_log` with `follow` lasts as long as the container, which may stay silent."""
+    timeout = upstream_timeout("get", query, subresource="log")
+    if endless:
+        assert (timeout.total, timeout.sock_read) == (None, None)
+        assert timeout.connect is not None
+    else:
+        assert timeout.total == REQUEST_TIMEOUT_SECONDS

@@ -40,6 +40,7 @@ def test_new_and_updated_files() -> None:
     plan = _site()
     assert sorted(plan.create) == [
         "config/crd/bases/web.scaffold.example.com_sites.yaml",
+        "config/rbac/site_admin_role.yaml",
         "config/rbac/site_editor_role.yaml",
         "config/rbac/site_viewer_role.yaml",
         "config/samples/web_v1alpha1_site.yaml",
@@ -51,9 +52,11 @@ def test_new_and_updated_files() -> None:
         "molecule/site/verify.yml",
         "roles/site/README.md",
         "roles/site/defaults/main.yml",
+        "roles/site/files/.placeholder",
         "roles/site/handlers/main.yml",
         "roles/site/meta/main.yml",
         "roles/site/tasks/main.yml",
+        "roles/site/templates/.placeholder",
         "roles/site/vars/main.yml",
     ]
     assert sorted(plan.update) == [
@@ -173,7 +176,11 @@ def test_editor_and_viewer_roles() -> None:
     assert viewer["metadata"]["name"] == "site-viewer-role"
     assert set(editor["rules"][0]["verbs"]) >= {"create", "delete", "update"}
     assert viewer["rules"][0]["verbs"] == ["get", "list", "watch"]
-    assert _load(plan.update["config/rbac/kustomization.yaml"])["resources"][-2:] == [
+    admin = _load(plan.create["config/rbac/site_admin_role.yaml"])
+    assert admin["metadata"]["name"] == "site-admin-role"
+    assert admin["rules"][0]["verbs"] == ["*"]
+    assert _load(plan.update["config/rbac/kustomization.yaml"])["resources"][-3:] == [
+        "site_admin_role.yaml",
         "site_editor_role.yaml",
         "site_viewer_role.yaml",
     ]
@@ -199,9 +206,11 @@ def test_second_kind_extends_everything() -> None:
         "web_v1alpha1_site.yaml",
         "web_v1_webpolicy.yaml",
     ]
-    assert _load(after["config/rbac/kustomization.yaml"])["resources"][-4:] == [
+    assert _load(after["config/rbac/kustomization.yaml"])["resources"][-6:] == [
+        "site_admin_role.yaml",
         "site_editor_role.yaml",
         "site_viewer_role.yaml",
+        "webpolicy_admin_role.yaml",
         "webpolicy_editor_role.yaml",
         "webpolicy_viewer_role.yaml",
     ]

@@ -37,13 +37,22 @@ def test_file_list() -> None:
         "PROJECT",
         "config/crd/kustomization.yaml",
         "config/default/kustomization.yaml",
+        "config/default/manager_metrics_patch.yaml",
+        "config/default/metrics_service.yaml",
         "config/manager/kustomization.yaml",
         "config/manager/manager.yaml",
         "config/manifests/bases/web-operator.clusterserviceversion.yaml",
         "config/manifests/kustomization.yaml",
+        "config/network-policy/allow-metrics-traffic.yaml",
+        "config/network-policy/kustomization.yaml",
+        "config/prometheus/kustomization.yaml",
+        "config/prometheus/monitor.yaml",
         "config/rbac/kustomization.yaml",
         "config/rbac/leader_election_role.yaml",
         "config/rbac/leader_election_role_binding.yaml",
+        "config/rbac/metrics_auth_role.yaml",
+        "config/rbac/metrics_auth_role_binding.yaml",
+        "config/rbac/metrics_reader_role.yaml",
         "config/rbac/role.yaml",
         "config/rbac/role_binding.yaml",
         "config/rbac/service_account.yaml",
@@ -52,6 +61,12 @@ def test_file_list() -> None:
         "config/scorecard/kustomization.yaml",
         "config/scorecard/patches/basic.config.yaml",
         "config/scorecard/patches/olm.config.yaml",
+        "config/testing/debug_logs_patch.yaml",
+        "config/testing/kustomization.yaml",
+        "config/testing/manager_image.yaml",
+        "config/testing/pull_policy/Always.yaml",
+        "config/testing/pull_policy/IfNotPresent.yaml",
+        "config/testing/pull_policy/Never.yaml",
         "molecule/default/converge.yml",
         "molecule/default/molecule.yml",
         "molecule/default/verify.yml",
@@ -136,7 +151,6 @@ def test_manager_args_probes_and_env() -> None:
     assert container["args"] == [
         "--leader-elect",
         "--leader-election-id=web-operator",
-        "--metrics-bind-address=127.0.0.1:8080",
         "--health-probe-bind-address=:6789",
         "--reconcile-timeout=30m",
     ]
@@ -182,6 +196,9 @@ def test_rbac() -> None:
         "role_binding.yaml",
         "leader_election_role.yaml",
         "leader_election_role_binding.yaml",
+        "metrics_auth_role.yaml",
+        "metrics_auth_role_binding.yaml",
+        "metrics_reader_role.yaml",
     ]
 
 
@@ -189,7 +206,8 @@ def test_default_kustomization() -> None:
     assert _one("config/default/kustomization.yaml") == {
         "namespace": "web-operator-system",
         "namePrefix": "web-operator-",
-        "resources": ["../crd", "../rbac", "../manager"],
+        "resources": ["../crd", "../rbac", "../manager", "metrics_service.yaml"],
+        "patches": [{"path": "manager_metrics_patch.yaml", "target": {"kind": "Deployment"}}],
     }
 
 

@@ -9,6 +9,7 @@ import pytest
 from runner.errors import ConfigError
 from runner.scaffold.names import (
     Resource,
+    group_warning,
     plural,
     validate_domain,
     validate_group,
@@ -21,24 +22,45 @@ from runner.scaffold.names import (
 @pytest.mark.parametrize(
     ("kind", "expected"),
     [
-        pytest.param("Memcached", "memcacheds", id="plain"),
-        pytest.param("Site", "sites", id="e-ending"),
-        pytest.param("Bus", "buses", id="s-ending"),
-        pytest.param("Box", "boxes", id="x-ending"),
-        pytest.param("Quiz", "quizes", id="z-ending"),
-        pytest.param("Match", "matches", id="ch-ending"),
-        pytest.param("Mesh", "meshes", id="sh-ending"),
-        pytest.param("Policy", "policies", id="consonant-y"),
-        pytest.param("WebPolicy", "webpolicies", id="camel-consonant-y"),
-        pytest.param("Gateway", "gateways", id="vowel-y"),
-        pytest.param("Key", "keys", id="e-y"),
-        pytest.param("Y", "ys", id="lone-y"),
-        pytest.param("Status", "statuses", id="us-ending"),
-        pytest.param("Month", "months", id="th-is-not-h"),
-        pytest.param("Db2", "db2s", id="digit"),
+        pytest.param("Memcached", "memcacheds", id="Memcached"),
+        pytest.param("Site", "sites", id="Site"),
+        pytest.param("Sites", "sites", id="Sites"),
+        pytest.param("Bus", "buses", id="Bus"),
+        pytest.param("Box", "boxes", id="Box"),
+        pytest.param("Quiz", "quizzes", id="Quiz"),
+        pytest.param("Match", "matches", id="Match"),
+        pytest.param("Mesh", "meshes", id="Mesh"),
+        pytest.param("Policy", "policies", id="Policy"),
+        pytest.param("WebPolicy", "webpolicies", id="WebPolicy"),
+        pytest.param("Gateway", "gateways", id="Gateway"),
+        pytest.param("Key", "keys", id="Key"),
+        pytest.param("Y", "ies", id="Y"),
+        pytest.param("Status", "statuses", id="Status"),
+        pytest.param("Month", "months", id="Month"),
+        pytest.param("Db2", "db2s", id="Db2"),
+        pytest.param("Index", "indices", id="Index"),
+        pytest.param("Person", "people", id="Person"),
+        pytest.param("WebPerson", "webpeople", id="WebPerson"),
+        pytest.param("Data", "data", id="Data"),
+        pytest.param("Cactus", "cacti", id="Cactus"),
+        pytest.param("Radius", "radii", id="Radius"),
+        pytest.param("Analysis", "analyses", id="Analysis"),
+        pytest.param("Leaf", "leaves", id="Leaf"),
+        pytest.param("Knife", "knives", id="Knife"),
+        pytest.param("Photo", "photos", id="Photo"),
+        pytest.param("Video", "videoes", id="Video"),
+        pytest.param("Hero", "heroes", id="Hero"),
+        pytest.param("Series", "series", id="Series"),
+        pytest.param("Fish", "fish", id="Fish"),
+        pytest.param("Sheep", "sheep", id="Sheep"),
+        pytest.param("Money", "money", id="Money"),
+        pytest.param("Alias", "aliases", id="Alias"),
+        pytest.param("Ox", "oxen", id="Ox"),
+        pytest.param("Foxes", "foxes", id="Foxes"),
     ],
 )
 def test_plural(kind: str, expected: str) -> None:
+    # Each expected plural is what operator-sdk v1.42 wrote for the kind.
     assert plural(kind) == expected
 
 
@@ -159,3 +181,23 @@ def test_resource_validated_checks_every_flag() -> None:
         Resource.validated(group="web", domain="example.com", version="one", kind="Site")
     with pytest.raises(ConfigError, match="--group 'Web'"):
         Resource.validated(group="Web", domain="example.com", version="v1", kind="Site")
+
+
+@pytest.mark.parametrize(
+    ("group", "domain", "note"),
+    [
+        pytest.param("web", "example.com", None, id="short-group"),
+        pytest.param("example", "example.com", None, id="prefix-of-domain"),
+        pytest.param("webexample.com", "example.com", None, id="no-dot-before-domain"),
+        pytest.param(
+            "web.example.com",
+            "example.com",
+            "warning: --group 'web.example.com' already ends with the domain 'example.com'; "
+            "the API group is web.example.com.example.com (the domain is always appended, "
+            "as operator-sdk does); for web.example.com use --group web",
+            id="group-ends-with-domain",
+        ),
+    ],
+)
+def test_group_warning(group: str, domain: str, note: str | None) -> None:
+    assert group_warning(group, domain) == note

@@ -1,0 +1,58 @@
+"""A status that keeps changing under the operator's writes is never reported as written:
+the reconcile fails and is retried, instead of succeeding with the conditions unwritten."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from support.fake_api import FakeAPI, RecordingBackend
+
+from runner.engine.reconciler import Reconciler, RunSettings
+from runner.k8s.errors import Conflict
+from runner.structs import GVK, NamespacedName
+from runner.watches import Watch
+
+KIND = GVK("conflicts.example.com", "v1alpha1", "Busy")
+
+
+class AlwaysConflicting(FakeAPI):
+    """Someone else writes the status between every read and write of ours."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        super().__init__(obj)
+        self.status_writes = 0
+
+    async def replace_status(self, gvk: GVK, *, obj: Any) -> dict[str, Any]:
+        self.status_writes += 1
+        raise Conflict(409, "Conflict", "the object has been modified", {})
+
+
+def test_the_reconcile_fails_when_the_status_cannot_be_written() -> None:
+    obj = {
+        "apiVersion": f"{KIND.group}/{KIND.version}",
+        "kind": KIND.kind,
+        "metadata": {"name": "one", "namespace": "ns", "uid": "u-1", "resourceVersion": "1"},
+        "spec": {},
+    }
+    api = AlwaysConflicting(obj)
+    backend = RecordingBackend()
+    reconciler = Reconciler(
+        watch=Watch(gvk=KIND, role=Path("/roles/r")),
+        client=api,  # type: ignore[arg-type]
+        backend=backend,  # type: ignore[arg-type]
+        settings=RunSettings(),
+        read=lambda _key: api.obj,
+    )
+    try:
+        outcome = asyncio.run(reconciler.reconcile(NamespacedName("ns", "one")))
+    except Conflict as err:
+        outcome = None
+        message = str(err)
+    else:
+        message = ""
+    assert outcome is None, "a status never written must not count as a success"
+    assert "kept changing" in message
+    assert len(backend.requests) == 1, "the run itself went ahead"
+    assert api.status_writes >= 2
