@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
@@ -123,3 +124,16 @@ def release_custom_resources(dyn: DynamicClient, namespace: str) -> int:
                 )
                 released += 1
     return released
+
+
+def wait_for_default_service_account(core: client.CoreV1Api, namespace: str) -> None:
+    """Wait until `namespace` has its `default` service account (pods need it)."""
+
+    def present() -> bool:
+        try:
+            core.read_namespaced_service_account("default", namespace)
+        except client.ApiException:
+            return False
+        return True
+
+    wait_for(present, timeout=60, message=f"service account default in {namespace}")
