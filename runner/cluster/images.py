@@ -26,6 +26,7 @@ from pathlib import Path
 from runner.cluster import build as go_build
 from runner.cluster.components import olm_utilities, tools
 from runner.errors import ClusterError
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 TOOLS = ("docker", "podman", "buildah")
@@ -359,7 +360,9 @@ def build(
             secrets=access.secrets(),
         )
         progress("+ " + " ".join(argv))
-        result = subprocess.run(argv, env=env, check=False)
+        # The builder's own output scrolls: elapsed-time lines only, every 30 s.
+        with Ticker(f"building image {tag}", plain=True):
+            result = subprocess.run(argv, env=env, check=False)
     if result.returncode != 0:
         raise ClusterError(f"{tool} build of {tag} failed (exit {result.returncode})")
     return argv
@@ -433,7 +436,9 @@ def build_context_image(
             tool, tag=tag, dockerfile=f"{work}/Dockerfile", context=work, build_args={}, secrets={}
         )
         progress("+ " + " ".join(argv))
-        result = subprocess.run(argv, env=env, check=False)
+        # The builder's own output scrolls: elapsed-time lines only, every 30 s.
+        with Ticker(f"building image {tag}", plain=True):
+            result = subprocess.run(argv, env=env, check=False)
     if result.returncode != 0:
         raise ClusterError(f"{tool} build of {tag} failed (exit {result.returncode})")
 

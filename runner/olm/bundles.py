@@ -1,6 +1,8 @@
-"""Bundle directories installed through OLM: run-bundle, bundle-upgrade, approve, cleanup.
+"""Bundles installed through OLM: run-bundle, bundle-upgrade, approve, cleanup.
 
-Like `operator-sdk run bundle`, but without images: the bundle becomes a file-based
+A bundle image takes OLM's own path with a catalog image and a registry pod (see
+`imagerun.py`). A bundle directory is installed like `operator-sdk run bundle` does,
+but without images: the bundle becomes a file-based
 catalog (`serve.write_catalog`), `opm serve` serves it on a loopback port, and a
 CatalogSource of `sourceType: grpc` points OLM's catalog operator at that address. An
 OperatorGroup (unless the namespace has a fitting one) and a Subscription follow; OLM
@@ -16,6 +18,7 @@ finds the upgrade edge) and stops the old opm.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shutil
 import time
@@ -30,8 +33,9 @@ from runner.cluster import process
 from runner.cluster.local import LocalCluster
 from runner.errors import ConfigError
 from runner.k8s import KubeClient
-from runner.olm import api, control, installmode, model, report, serve, tokens
+from runner.olm import api, control, imagerun, installmode, model, report, serve, tokens
 from runner.olm.api import OLMError
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 Obj = dict[str, Any]
@@ -58,9 +62,12 @@ class Run:
     operator_group: str | None = None  # the OperatorGroup we created, if any
     namespace_created: bool = False
     bundles: list[str] = field(default_factory=list)
+    catalog_image: str = ""  # installed from images: the CatalogSource's image
 
     @property
     def address(self) -> str:
+        if self.catalog_image:
+            return imagerun.service_address(self.catalog_source, self.namespace)
         return f"{process.LOOPBACK}:{self.port}"
 
 
@@ -132,9 +139,22 @@ async def _client(cluster: LocalCluster) -> KubeClient:
 # -- run-bundle --------------------------------------------------------------------------
 
 
+def _bundle_source(
+    cluster: LocalCluster, source: str | Path, progress: Progress
+) -> tuple[Path, str]:
+    """The bundle directory and, when `source` is an image reference, that image."""
+    if not imagerun.is_image_reference(str(source)):
+        return Path(source), ""
+    image = str(source)
+    imagerun.registry_address(cluster)  # fail early when images cannot be served
+    key = hashlib.sha256(image.encode()).hexdigest()[:12]
+    target = control.olm_dir(cluster) / "bundle-images" / key
+    return imagerun.pull_bundle(image, target, progress=progress), image
+
+
 def run_bundle(
     cluster: LocalCluster,
-    directory: Path,
+    source: str | Path,
     *,
     namespace: str,
     install_mode: str | None = None,
@@ -144,10 +164,11 @@ def run_bundle(
     skip_validation: bool = False,
     progress: Progress = print,
 ) -> Outcome:
-    """Install the bundle in `directory` into `namespace` through OLM."""
+    """Install the bundle directory or bundle image `source` into `namespace` through OLM."""
     control.require_running(cluster)
     if approval not in model.APPROVALS:
         raise ConfigError(f"--approval {approval!r}: one of {', '.join(model.APPROVALS)}")
+    directory, bundle_image = _bundle_source(cluster, source, progress)
     bundle, csv = serve.load_checked(directory, skip_validation=skip_validation, warn=progress)
     package = serve.package_of(bundle)
     if load_run(cluster, namespace, package) is not None:
@@ -167,11 +188,21 @@ def run_bundle(
         generation=1,
     )
     here = run_dir(cluster, namespace, package)
-    documents = serve.write_catalog(here / "catalog", bundle, package, channel=run.channel)
+    documents = serve.write_catalog(
+        here / "catalog", bundle, package, channel=run.channel, bundle_image=bundle_image
+    )
     run.bundles = serve.bundle_names(documents)
-    run.opm = _addon_name(run)
-    save_run(cluster, run)  # from here on, `olm cleanup` finds whatever was created
-    run.port = serve.start(cluster, run.opm, here / "catalog", here / "serve", progress=progress)
+    if bundle_image:
+        save_run(cluster, run)  # from here on, `olm cleanup` finds whatever was created
+        run.catalog_image = imagerun.catalog_image(
+            cluster, here / "catalog", package, progress=progress
+        )
+    else:
+        run.opm = _addon_name(run)
+        save_run(cluster, run)
+        run.port = serve.start(
+            cluster, run.opm, here / "catalog", here / "serve", progress=progress
+        )
     save_run(cluster, run)
     csv_name = str(csv["metadata"]["name"])
     progress(f"installing {csv_name} into {namespace} ({run.install_mode}, {approval})")
@@ -189,12 +220,22 @@ async def _subscribe(
     client = await _client(cluster)
     try:
         namespace = run.namespace
+        # From images, OLM's pods (the registry pod, bundle unpack Jobs) and the
+        # operator's run on the real node; only the namespace can place the Jobs.
+        annotations = imagerun.real_node_annotations() if run.catalog_image else None
         if await api.get(client, model.NAMESPACE, namespace, None) is None:
-            await client.create(model.NAMESPACE, model.namespace(namespace))
+            await client.create(model.NAMESPACE, model.namespace(namespace, annotations))
             run.namespace_created = True
             save_run(cluster, run)
+        elif annotations:
+            await client.patch(
+                model.NAMESPACE,
+                name=namespace,
+                namespace=None,
+                body={"metadata": {"annotations": annotations}},
+            )
         await _ensure_operator_group(client, cluster, run, mode)
-        await _point_catalog_source(client, run, timeout=60)
+        await _point_catalog_source(client, run, timeout=120)
         subscription = model.subscription(
             run.subscription,
             namespace,
@@ -203,6 +244,7 @@ async def _subscribe(
             source=run.catalog_source,
             approval=run.approval,
             starting_csv=csv_name,
+            config=imagerun.pod_placement() if run.catalog_image else None,
         )
         await api.apply(client, subscription)
         return await wait_installed(client, run, csv_name, timeout=timeout, progress=progress)
@@ -236,19 +278,33 @@ async def _ensure_operator_group(
 
 
 async def _point_catalog_source(client: KubeClient, run: Run, *, timeout: float) -> None:
-    """Create or move the CatalogSource to `run.address`; wait until OLM connected."""
+    """Create or move the CatalogSource to `run.address` (or `run.catalog_image`); wait
+    until OLM connected (to a registry pod of that image)."""
     source = model.catalog_source(
         run.catalog_source,
         run.namespace,
         address=run.address,
+        image=run.catalog_image,
+        pod_config=imagerun.pod_placement() if run.catalog_image else None,
         display_name=f"{run.package} (ansible-operator olm run-bundle)",
     )
     await api.apply(client, source)
 
+    async def serving() -> bool:
+        if not run.catalog_image:
+            return True
+        pods, _ = await client.list(
+            model.POD,
+            namespace=run.namespace,
+            label_selector=f"olm.catalogSource={run.catalog_source}",
+        )
+        return any(model.pod_runs_image(pod, run.catalog_image) for pod in pods)
+
     async def connected() -> bool:
         found = await api.get(client, model.CATALOG_SOURCE, run.catalog_source, run.namespace)
         state = ((found or {}).get("status") or {}).get("connectionState") or {}
-        return state.get("address") == run.address and state.get("lastObservedState") == "READY"
+        ready = state.get("address") == run.address and state.get("lastObservedState") == "READY"
+        return ready and await serving()
 
     await api.wait_for(
         connected,
@@ -286,6 +342,22 @@ async def wait_installed(
     """Wait until CSV `csv_name` is Succeeded, its InstallPlan Complete (and `replaced`
     gone), or the InstallPlan waits for approval; OLMError with OLM's reason when it
     fails."""
+    with Ticker(f"waiting for CSV {csv_name}") as ticker:
+        wrapped = ticker.wrap(progress)
+        return await _wait_installed(
+            client, run, csv_name, timeout=timeout, progress=wrapped, replaced=replaced
+        )
+
+
+async def _wait_installed(
+    client: KubeClient,
+    run: Run,
+    csv_name: str,
+    *,
+    timeout: float,
+    progress: Progress,
+    replaced: str | None,
+) -> Outcome:
     started = time.monotonic()
     seen: dict[str, str] = {}
     problem_since: float | None = None
@@ -341,7 +413,7 @@ def _lines(sub: Obj | None, plan: Obj | None, csv: Obj | None) -> list[str]:
 
 def bundle_upgrade(
     cluster: LocalCluster,
-    directory: Path,
+    source: str | Path,
     *,
     namespace: str,
     timeout: float = 300,
@@ -350,19 +422,34 @@ def bundle_upgrade(
 ) -> Outcome:
     """Add a newer bundle to the served catalog; OLM upgrades along its `replaces`."""
     control.require_running(cluster)
+    directory, bundle_image = _bundle_source(cluster, source, progress)
     bundle, csv = serve.load_checked(directory, skip_validation=skip_validation, warn=progress)
     package = serve.package_of(bundle)
     run = find_run(cluster, namespace, package)
     csv_name = str(csv["metadata"]["name"])
     if csv_name in run.bundles:
         raise ConfigError(f"{csv_name} is already in the catalog of {package} in {namespace}")
+    if bool(bundle_image) != bool(run.catalog_image):
+        raise ConfigError(
+            f"{package} in {namespace} was installed from a bundle "
+            f"{'image' if run.catalog_image else 'directory'}; upgrade it with one too"
+        )
     here = run_dir(cluster, namespace, package)
-    documents = serve.write_catalog(here / "catalog", bundle, package, channel=run.channel)
+    documents = serve.write_catalog(
+        here / "catalog", bundle, package, channel=run.channel, bundle_image=bundle_image
+    )
     run.bundles = serve.bundle_names(documents)
     old_opm = run.opm
     run.generation += 1
-    run.opm = _addon_name(run)
-    run.port = serve.start(cluster, run.opm, here / "catalog", here / "serve", progress=progress)
+    if bundle_image:
+        run.catalog_image = imagerun.catalog_image(
+            cluster, here / "catalog", package, progress=progress
+        )
+    else:
+        run.opm = _addon_name(run)
+        run.port = serve.start(
+            cluster, run.opm, here / "catalog", here / "serve", progress=progress
+        )
     save_run(cluster, run)
     return asyncio.run(_upgrade(cluster, run, csv_name, old_opm, timeout, progress))
 
@@ -380,8 +467,9 @@ async def _upgrade(
         sub = await api.get(client, model.SUBSCRIPTION, run.subscription, run.namespace)
         installed = ((sub or {}).get("status") or {}).get("installedCSV")
         started = time.monotonic()
-        await _point_catalog_source(client, run, timeout=60)
-        cluster.stop_addon(old_opm)
+        await _point_catalog_source(client, run, timeout=120)
+        if old_opm:
+            cluster.stop_addon(old_opm)
         progress(f"catalog of {run.package} now offers {csv_name}; waiting for OLM to upgrade")
         outcome = await wait_installed(
             client,
@@ -546,11 +634,15 @@ def status(cluster: LocalCluster, *, namespace: str | None = None) -> tuple[list
 
 
 async def _run_status(cluster: LocalCluster, run: Run) -> tuple[list[str], bool]:
-    serving = "running" if serve.alive(cluster, run.opm) else "NOT RUNNING"
+    if run.catalog_image:
+        serving = "running"  # OLM runs the registry pod; its problems show as OLM's
+        where = f"image {run.catalog_image} (registry pod at {run.address})"
+    else:
+        serving = "running" if serve.alive(cluster, run.opm) else "NOT RUNNING"
+        where = f"served by opm on {run.address} ({serving})"
     lines = [
         f"{run.package} in {run.namespace} ({run.install_mode}): catalog "
-        f"{run.catalog_source} served by opm on {run.address} ({serving}); "
-        f"bundles {', '.join(run.bundles)}"
+        f"{run.catalog_source} {where}; bundles {', '.join(run.bundles)}"
     ]
     client = await _client(cluster)
     try:

@@ -45,7 +45,7 @@ def dispatch(args: argparse.Namespace) -> int:
         if action == "run-bundle":
             outcome = bundles.run_bundle(
                 cluster,
-                Path(args.bundle),
+                args.bundle,
                 namespace=args.namespace,
                 install_mode=args.install_mode,
                 approval=args.approval,
@@ -57,7 +57,7 @@ def dispatch(args: argparse.Namespace) -> int:
         elif action == "bundle-upgrade":
             outcome = bundles.bundle_upgrade(
                 cluster,
-                Path(args.bundle),
+                args.bundle,
                 namespace=args.namespace,
                 timeout=args.timeout,
                 skip_validation=args.skip_validation,
@@ -140,7 +140,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "create a CatalogSource, an OperatorGroup (unless one fits) and a Subscription, and "
         "wait until the CSV is Succeeded (or its InstallPlan waits for approval).",
     )
-    run.add_argument("bundle", help="the bundle directory, e.g. bundle/")
+    run.add_argument(
+        "bundle",
+        help="the bundle directory (e.g. bundle/) or a bundle image in the cluster's "
+        "registry (e.g. 127.0.0.1:5000/memcached-operator-bundle:v0.1.0)",
+    )
     run.add_argument("--namespace", "-n", required=True)
     run.add_argument(
         "--install-mode",
@@ -155,7 +159,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "bundle-upgrade",
         help="add a newer bundle to the served catalog; OLM upgrades along `replaces`",
     )
-    upgrade.add_argument("bundle", help="the newer bundle directory")
+    upgrade.add_argument("bundle", help="the newer bundle directory or bundle image")
     upgrade.add_argument("--namespace", "-n", required=True)
     timeout(upgrade)
     skip(upgrade)

@@ -20,6 +20,7 @@ CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
 NAMESPACE = GVK("", "v1", "Namespace")
 SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
+POD = GVK("", "v1", "Pod")
 
 # Where OLM itself lives, as in OLM's upstream manifests.
 OLM_NAMESPACE = "olm"
@@ -54,8 +55,11 @@ def subscription_name(package: str) -> str:
     return dns_label(f"{package}-sub")
 
 
-def namespace(name: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(name)}
+def namespace(name: str, annotations: dict[str, str] | None = None) -> Obj:
+    meta = _metadata(name)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
 def operator_group(name: str, namespace: str, targets: list[str] | None) -> Obj:
@@ -77,18 +81,33 @@ def olm_config() -> Obj:
     }
 
 
-def catalog_source(name: str, namespace: str, *, address: str, display_name: str) -> Obj:
-    """A CatalogSource the catalog operator dials directly: no registry pod."""
+def catalog_source(
+    name: str,
+    namespace: str,
+    *,
+    display_name: str,
+    address: str = "",
+    image: str = "",
+    pod_config: Obj | None = None,
+) -> Obj:
+    """A CatalogSource the catalog operator dials directly at `address` (no registry
+    pod), or whose registry pod it runs from `image` (with `pod_config` as
+    `grpcPodConfig`: node selector, tolerations)."""
+    spec: Obj = {
+        "sourceType": "grpc",
+        "displayName": display_name,
+        "publisher": "ansible-operator (local)",
+    }
+    if image:
+        spec["image"] = image
+        spec["grpcPodConfig"] = {"securityContextConfig": "restricted", **(pod_config or {})}
+    else:
+        spec["address"] = address
     return {
         "apiVersion": CATALOG_SOURCE.api_version,
         "kind": CATALOG_SOURCE.kind,
         "metadata": _metadata(name, namespace),
-        "spec": {
-            "sourceType": "grpc",
-            "address": address,
-            "displayName": display_name,
-            "publisher": "ansible-operator (local)",
-        },
+        "spec": spec,
     }
 
 
@@ -101,6 +120,7 @@ def subscription(
     source: str,
     approval: str,
     starting_csv: str | None,
+    config: Obj | None = None,
 ) -> Obj:
     spec: Obj = {
         "name": package,
@@ -111,6 +131,8 @@ def subscription(
     }
     if starting_csv:
         spec["startingCSV"] = starting_csv
+    if config:
+        spec["config"] = dict(config)
     return {
         "apiVersion": SUBSCRIPTION.api_version,
         "kind": SUBSCRIPTION.kind,
@@ -147,3 +169,12 @@ def deployment_service_accounts(csv: Obj) -> list[str]:
         if account not in found:
             found.append(account)
     return found
+
+
+def pod_runs_image(pod: Obj, image: str) -> bool:
+    """The pod's first container is `image` and the pod is Ready."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    if not containers or containers[0].get("image") != image:
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

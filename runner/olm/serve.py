@@ -69,11 +69,12 @@ def default_channel(bundle: LoadedBundle) -> str:
 
 
 def write_catalog(
-    catalog_dir: Path, bundle: LoadedBundle, package: str, *, channel: str
+    catalog_dir: Path, bundle: LoadedBundle, package: str, *, channel: str, bundle_image: str = ""
 ) -> list[Obj]:
-    """Add `bundle` (image left empty) to `channel` of the catalog in `catalog_dir`."""
+    """Add `bundle` to `channel` of the catalog in `catalog_dir`; with `bundle_image`
+    empty, OLM installs from the embedded manifests, else it unpacks that image."""
     existing = catalog.load_documents(catalog_dir, package=package) if catalog_dir.is_dir() else []
-    options = catalog.CatalogOptions(package=package, channel=channel, bundle_image="")
+    options = catalog.CatalogOptions(package=package, channel=channel, bundle_image=bundle_image)
     documents = catalog.add_bundle(existing, bundle, options)
     files = {f"{catalog_dir.name}/{package}/index.yaml": catalog.render(documents)}
     write_files(catalog_dir.parent, files)

@@ -2,8 +2,10 @@
 
 Pure: each function returns file text for the names it is given. The Makefile keeps the
 target names operator-sdk users type (`run`, `install`, `deploy`, `bundle`, ...); its
-cluster targets go through `ansible-operator cluster kubectl`, so no separate kubectl or
-kustomize is needed. The Dockerfile builds FROM our runtime image at this version.
+cluster targets go through `ansible-operator cluster kubectl` (kustomize built in), so no
+separate kubectl is needed; only `deploy` edits a kustomization (`kustomize edit set
+image`), with the kustomize on PATH or one `go install`ed into bin/, as operator-sdk's
+Makefile fetches its own. The Dockerfile builds FROM our runtime image at this version.
 """
 
 from __future__ import annotations
@@ -72,8 +74,24 @@ KUBECTL ?= $(ANSIBLE_OPERATOR) cluster kubectl
 # `make run` serves metrics and health probes on loopback only; e.g. RUN_ARGS=--zap-devel
 RUN_ARGS ?= --metrics-bind-address=127.0.0.1:8443 --health-probe-bind-address=127.0.0.1:6789
 ignore-not-found ?= false
+# kustomize (only `deploy` needs it, to set the image): from PATH, else bin/kustomize,
+# built by `make kustomize` with `go install` (Go and its module proxy needed once).
+KUSTOMIZE_VERSION ?= v5.8.1
+KUSTOMIZE ?= $(or $(shell command -v kustomize 2>/dev/null),$(LOCALBIN)/kustomize)
+# operator-sdk and opm, for their own checks (`operator-sdk bundle validate`, `opm
+# validate`): from PATH, else built once from Go modules by `ansible-operator cluster tools`.
+SDK_ON_PATH := $(shell command -v operator-sdk 2>/dev/null)
+OPM_ON_PATH := $(shell command -v opm 2>/dev/null)
+OPERATOR_SDK ?= $(or $(SDK_ON_PATH),$(call TOOL_PATH,operator-sdk))
+OPM ?= $(or $(OPM_ON_PATH),$(call TOOL_PATH,opm))
+TOOL_PATH = $$($(ANSIBLE_OPERATOR) cluster tools | sed -n 's/^$(1): //p')
+# Platforms of `make docker-buildx`.
+PLATFORMS ?= linux/arm64,linux/amd64,linux/s390x,linux/ppc64le
 HELP_LINE = {printf "  %-16s %s\\n", $$1, $$2}
 BUILD_IMG = $(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: all
+all: docker-build ## build the operator image (docker-build)
 
 .PHONY: help
 help: ## list the targets
@@ -120,9 +138,8 @@ uninstall: ansible-operator ## delete the CRDs (and so every custom resource) fr
 \t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
 
 .PHONY: deploy
-deploy: ansible-operator ## deploy the operator (config/default) with image IMG into the cluster
-\tsed -E -i.bak 's|^( *newName:).*|\\1 $(IMG)|' config/manager/kustomization.yaml
-\trm -f config/manager/kustomization.yaml.bak
+deploy: ansible-operator kustomize ## deploy the operator (config/default), image IMG
+\tcd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 \t$(KUBECTL) apply -k config/default
 
 .PHONY: undeploy
@@ -137,6 +154,27 @@ docker-build: ## build the operator image IMG
 .PHONY: docker-push
 docker-push: ## push the operator image IMG
 \t$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: docker-buildx
+docker-buildx: ## build and push IMG for PLATFORMS (needs docker buildx)
+\t$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --tag $(IMG) .
+
+.PHONY: kustomize
+kustomize: ## find kustomize: on PATH, else in bin/ (go install, once)
+\t@command -v $(KUSTOMIZE) >/dev/null || $(MAKE) --no-print-directory $(LOCALBIN)/kustomize
+
+$(LOCALBIN)/kustomize:
+\t@command -v go >/dev/null || { echo "kustomize is not on PATH and there is no Go to" \\
+\t  "build it: install kustomize $(KUSTOMIZE_VERSION), or Go" >&2; exit 1; }
+\tGOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+
+.PHONY: operator-sdk
+operator-sdk: ansible-operator ## print operator-sdk's path (built from Go modules if needed)
+\t@echo $(OPERATOR_SDK)
+
+.PHONY: opm
+opm: ansible-operator ## print opm's path (built once from Go modules if not on PATH)
+\t@echo $(OPM)
 
 .PHONY: bundle
 bundle: ansible-operator ## generate bundle/ (CSV, CRDs, metadata) for VERSION and validate it
