@@ -136,6 +136,10 @@ def _new_files(resource: Resource, project: str, *, playbook: bool) -> dict[str,
         **files_api.role_files(resource),
         **molecule_kind.kind_files(resource),
     }
+    path, text = molecule.kind_test_file(
+        kind=resource.kind, singular=resource.singular, sample_file=resource.sample_file
+    )
+    files[path] = text
     if playbook:
         files[resource.playbook_file] = files_api.playbook(resource)
     return files
