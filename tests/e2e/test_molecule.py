@@ -49,7 +49,7 @@ def test_repository_scenario(
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("scenario", ["guestbook", "guestbook-role"])
+@pytest.mark.parametrize("scenario", ["default", "guestbook", "guestbook-role"])
 def test_scaffolded_project_scenario(
     scenario: str, guestbook_project: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
