@@ -137,3 +137,21 @@ def wait_for_default_service_account(core: client.CoreV1Api, namespace: str) -> 
         return True
 
     wait_for(present, timeout=60, message=f"service account default in {namespace}")
+
+
+def create_cr(
+    resource: Any,
+    name: str,
+    namespace: str | None,
+    spec: dict[str, Any] | None = None,
+    **metadata: Any,
+) -> Any:
+    """Create a custom resource of `resource` (a dynamic-client resource) named `name`,
+    with `spec` (default empty) and any other `metadata` fields (labels, ...)."""
+    body = {
+        "apiVersion": resource.group_version,
+        "kind": resource.kind,
+        "metadata": {"name": name, **metadata},
+        "spec": spec or {},
+    }
+    return resource.create(body=body, namespace=namespace)
