@@ -23,7 +23,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ConflictError
-from support.kube import condition, create_cr, get_or_none, wait_for
+from support.kube import create_cr, get_or_none, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 from support.tcpstall import forwarding, kubeconfig_through
 
@@ -397,8 +397,7 @@ def test_missing_permission_is_a_failure_condition(
         create_cr(kinds["Denied"], "d", namespace)
 
         def failure() -> dict[str, Any] | None:
-            found = condition(kinds["Denied"].get(name="d", namespace=namespace), "Failure")
-            return found if found and found["status"] == "True" else None
+            return true_condition(kinds["Denied"].get(name="d", namespace=namespace), "Failure")
 
         cond = wait_for(failure, timeout=90, message="Failure condition")
         assert "forbidden" in cond["message"].lower(), cond["message"]

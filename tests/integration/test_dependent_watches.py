@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, get_or_none, wait_for, wait_steady
+from support.kube import get_or_none, true_condition, wait_for, wait_steady
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "dependents.test.example.com"
@@ -128,8 +128,8 @@ def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> di
 
 def wait_successful(resource: Any, name: str, namespace: str, timeout: float = 60) -> None:
     def successful() -> bool:
-        found = condition(resource.get(name=name, namespace=namespace), "Successful")
-        return bool(found and found["status"] == "True")
+        found = resource.get(name=name, namespace=namespace)
+        return true_condition(found, "Successful") is not None
 
     wait_for(successful, timeout=timeout, message=f"{resource.kind} {name} Successful")
 

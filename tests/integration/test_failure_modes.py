@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, create_cr, wait_for
+from support.kube import create_cr, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "faults.test.example.com"
@@ -38,8 +38,7 @@ def wait_condition(
     resource: Any, name: str, namespace: str, kind: str, timeout: float = 90
 ) -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
-        found = condition(resource.get(name=name, namespace=namespace), kind)
-        return found if found and found["status"] == "True" else None
+        return true_condition(resource.get(name=name, namespace=namespace), kind)
 
     return wait_for(probe, timeout=timeout, message=f"{resource.kind} {name}: {kind}=True")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, create_cr, get_or_none, wait_for
+from support.kube import create_cr, get_or_none, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "races.test.example.com"
@@ -97,8 +97,7 @@ def lines_about(log: str, kind: str, key: str, text: str) -> list[str]:
 
 
 def successful(resource: Any, name: str, namespace: str) -> bool:
-    found = condition(resource.get(name=name, namespace=namespace), "Successful")
-    return bool(found and found["status"] == "True")
+    return true_condition(resource.get(name=name, namespace=namespace), "Successful") is not None
 
 
 @pytest.mark.parametrize("kind", ["Doomed", "Kept"], ids=["no-finalizer", "finalizer"])

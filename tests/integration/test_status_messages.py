@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from support.kube import condition, wait_for
+from support.kube import condition, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 from runner.redact import MESSAGE_LIMIT, REDACTED
@@ -61,8 +61,7 @@ def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> No
 
 def failure(resource: Any, name: str, namespace: str) -> Callable[[], dict[str, Any] | None]:
     def probe() -> dict[str, Any] | None:
-        found = condition(resource.get(name=name, namespace=namespace), "Failure")
-        return found if found and found["status"] == "True" else None
+        return true_condition(resource.get(name=name, namespace=namespace), "Failure")
 
     return probe
 

@@ -101,6 +101,15 @@ def condition(obj: Any, kind: str) -> dict[str, Any] | None:
     return None
 
 
+def true_condition(obj: Any, *kinds: str) -> dict[str, Any] | None:
+    """The first condition of the types `kinds` whose status is True, or None."""
+    for kind in kinds:
+        found = condition(obj, kind)
+        if found and found["status"] == "True":
+            return found
+    return None
+
+
 def release_custom_resources(dyn: DynamicClient, namespace: str) -> int:
     """Drop the finalizers of every test custom resource (groups under example.com) in
     `namespace`, so that deleting the namespace cannot hang once no operator runs to
