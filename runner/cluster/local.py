@@ -25,6 +25,7 @@ from runner.cluster.components import components, kubelet
 from runner.cluster.kubeconfig import admin_kubeconfig
 from runner.cluster.realnode import RealNode
 from runner.errors import ClusterError
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 
@@ -418,16 +419,17 @@ class LocalCluster:
         timeout: float = 60,
     ) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            status, body = api.request(path)
-            if status == 200 and check(json.loads(body)):
-                return
-            if not process.is_running(owner.pid, owner.binary):
-                raise ClusterError(
-                    f"{owner.name} exited while waiting for {what}; last lines of "
-                    f"{owner.log}:\n{process.log_tail(owner.log)}"
-                )
-            time.sleep(0.1)
+        with Ticker(f"waiting for {what}"):
+            while time.monotonic() < deadline:
+                status, body = api.request(path)
+                if status == 200 and check(json.loads(body)):
+                    return
+                if not process.is_running(owner.pid, owner.binary):
+                    raise ClusterError(
+                        f"{owner.name} exited while waiting for {what}; last lines of "
+                        f"{owner.log}:\n{process.log_tail(owner.log)}"
+                    )
+                time.sleep(0.1)
         raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
 
     def outage(self, name: str, *, seconds: float) -> None:
