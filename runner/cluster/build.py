@@ -175,7 +175,7 @@ def _build_module(
         with log_path.open("w", encoding="utf-8") as log:
             log.write(" ".join(command) + "\n")
             log.flush()
-            returncode = _run_counting(command, module.directory, env, log, names, total)
+            returncode, _ = _run_counting(command, module.directory, env, log, names, total)
         if returncode != 0:
             tail = "".join(log_path.read_text(encoding="utf-8").splitlines(True)[-15:])
             raise ClusterError(
@@ -223,10 +223,10 @@ def _count_packages(go: str, build: list[str], *, cwd: Path, env: Mapping[str, s
 
 def _run_counting(
     command: list[str], cwd: Path, env: Mapping[str, str], log: TextIO, names: str, total: int
-) -> int:
+) -> tuple[int, int]:
     """Run `go build -v`, copying its output to `log` and showing packages built of
     `total` (packages already in Go's build cache are not printed, so a warm build may end
-    short of the total)."""
+    short of the total); returns the exit code and the packages built."""
     built = 0
 
     def counts() -> tuple[int, int]:
@@ -246,7 +246,7 @@ def _run_counting(
             log.write(line)
             if _PACKAGE_LINE.match(line.strip()):
                 built += 1
-        return process.wait()
+        return process.wait(), built
 
 
 def go_binary_name(package: str) -> str:

@@ -314,7 +314,10 @@ def ensure_base(tool: str, cache: Path, *, progress: Progress = print) -> str:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(dir=tarball.parent) as work:
             partial = Path(work) / tarball.name
-            with log.open("w", encoding="utf-8") as out:
+            with (
+                log.open("w", encoding="utf-8") as out,
+                Ticker(f"making the base image {tag}"),
+            ):
                 made = subprocess.run(
                     mmdebstrap_argv(partial, sources), stdout=out, stderr=subprocess.STDOUT
                 )

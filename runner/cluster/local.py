@@ -25,6 +25,7 @@ from runner.cluster.components import components, kubelet
 from runner.cluster.kubeconfig import admin_kubeconfig
 from runner.cluster.realnode import RealNode, node_ready
 from runner.errors import ClusterError
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 
@@ -421,10 +422,10 @@ class LocalCluster:
             status, body = api.request(path)
             return status == 200 and check(json.loads(body))
 
-        if process.poll_while_running(
-            owner, ready, timeout=timeout, exited=f"{owner.name} exited while waiting for {what}"
-        ):
-            return
+        with Ticker(f"waiting for {what}"):
+            exited = f"{owner.name} exited while waiting for {what}"
+            if process.poll_while_running(owner, ready, timeout=timeout, exited=exited):
+                return
         raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
 
     def outage(self, name: str, *, seconds: float) -> None:
