@@ -185,6 +185,11 @@ bench: venv bench-compare-deps ## reconcile benchmark (N=50), then ours vs the G
 	$(BIN)/python bench/compare.py $(COMPARE_ARGS)
 	$(BIN)/python bench/compare.py --mode latency $(LATENCY_ARGS)
 	$(BIN)/python bench/compare.py --mode scale $(SCALE_ARGS)
+	$(BIN)/python bench/charts.py
+
+.PHONY: bench-charts
+bench-charts: bench-compare-deps ## charts (SVG) of bench/results/compare-*.json, next to them
+	$(BIN)/python bench/charts.py
 
 .PHONY: bench-compare
 bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench/compare.py, COMPARE_ARGS)

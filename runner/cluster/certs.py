@@ -63,6 +63,34 @@ def _write(path: Path, data: bytes, *, private: bool = False) -> None:
         path.chmod(0o600)
 
 
+def _serving_cert(
+    ca_key: rsa.RSAPrivateKey,
+    issuer: x509.Name,
+    common_name: str,
+    *,
+    names: tuple[str, ...],
+    ips: tuple[str, ...],
+    now: datetime.datetime,
+) -> tuple[rsa.RSAPrivateKey, x509.Certificate]:
+    """A new key and a server certificate for `names` and `ips`, signed by the CA."""
+    key = _new_key()
+    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
+    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return key, cert
+
+
 def ensure_pki(directory: Path) -> PKI:
     """Create the CA, serving certificate and service-account keys unless present."""
     pki = PKI.under(directory)
@@ -99,20 +127,8 @@ def ensure_pki(directory: Path) -> PKI:
         .sign(ca_key, hashes.SHA256())
     )
 
-    serving_key = _new_key()
-    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in _SERVING_NAMES]
-    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in _SERVING_IPS]
-    serving_cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(serving_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    serving_key, serving_cert = _serving_cert(
+        ca_key, ca_name, "kube-apiserver", names=_SERVING_NAMES, ips=_SERVING_IPS, now=now
     )
 
     sa_key = _new_key()
@@ -142,20 +158,8 @@ def ensure_serving_cert(
         raise ValueError(f"{pki.ca_key}: not an RSA key")
     ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
     now = datetime.datetime.now(datetime.UTC)
-    serving_key = _new_key()
-    alt_names: list[x509.GeneralName] = [x509.DNSName("localhost")]
-    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-    serving_cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-        .issuer_name(ca_cert.subject)
-        .public_key(serving_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    serving_key, serving_cert = _serving_cert(
+        ca_key, ca_cert.subject, common_name, names=("localhost",), ips=ips, now=now
     )
     cert.parent.mkdir(parents=True, exist_ok=True)
     _write(key, _key_pem(serving_key), private=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 from runner.cluster import build as go_build
 from runner.cluster.components import olm_utilities, tools
 from runner.errors import ClusterError
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 TOOLS = ("docker", "podman", "buildah")
@@ -313,7 +314,10 @@ def ensure_base(tool: str, cache: Path, *, progress: Progress = print) -> str:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(dir=tarball.parent) as work:
             partial = Path(work) / tarball.name
-            with log.open("w", encoding="utf-8") as out:
+            with (
+                log.open("w", encoding="utf-8") as out,
+                Ticker(f"making the base image {tag}"),
+            ):
                 made = subprocess.run(
                     mmdebstrap_argv(partial, sources), stdout=out, stderr=subprocess.STDOUT
                 )
@@ -359,7 +363,9 @@ def build(
             secrets=access.secrets(),
         )
         progress("+ " + " ".join(argv))
-        result = subprocess.run(argv, env=env, check=False)
+        # The builder's own output scrolls: elapsed-time lines only, every 30 s.
+        with Ticker(f"building image {tag}", plain=True):
+            result = subprocess.run(argv, env=env, check=False)
     if result.returncode != 0:
         raise ClusterError(f"{tool} build of {tag} failed (exit {result.returncode})")
     return argv
@@ -433,7 +439,9 @@ def build_context_image(
             tool, tag=tag, dockerfile=f"{work}/Dockerfile", context=work, build_args={}, secrets={}
         )
         progress("+ " + " ".join(argv))
-        result = subprocess.run(argv, env=env, check=False)
+        # The builder's own output scrolls: elapsed-time lines only, every 30 s.
+        with Ticker(f"building image {tag}", plain=True):
+            result = subprocess.run(argv, env=env, check=False)
     if result.returncode != 0:
         raise ClusterError(f"{tool} build of {tag} failed (exit {result.returncode})")
 

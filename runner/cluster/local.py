@@ -23,8 +23,9 @@ import yaml
 from runner.cluster import build, certs, machine, process
 from runner.cluster.components import components, kubelet
 from runner.cluster.kubeconfig import admin_kubeconfig
-from runner.cluster.realnode import RealNode
+from runner.cluster.realnode import RealNode, node_ready
 from runner.errors import ClusterError
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 
@@ -391,7 +392,7 @@ class LocalCluster:
             api,
             kwok,
             f"/api/v1/nodes/{FAKE_NODE}",
-            _node_ready,
+            node_ready,
             what=f"node {FAKE_NODE} Ready",
         )
         self._wait_for(
@@ -417,17 +418,14 @@ class LocalCluster:
         what: str,
         timeout: float = 60,
     ) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             status, body = api.request(path)
-            if status == 200 and check(json.loads(body)):
+            return status == 200 and check(json.loads(body))
+
+        with Ticker(f"waiting for {what}"):
+            exited = f"{owner.name} exited while waiting for {what}"
+            if process.poll_while_running(owner, ready, timeout=timeout, exited=exited):
                 return
-            if not process.is_running(owner.pid, owner.binary):
-                raise ClusterError(
-                    f"{owner.name} exited while waiting for {what}; last lines of "
-                    f"{owner.log}:\n{process.log_tail(owner.log)}"
-                )
-            time.sleep(0.1)
         raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
 
     def outage(self, name: str, *, seconds: float) -> None:
@@ -557,8 +555,3 @@ class LocalCluster:
 def _cmdline(pid: int) -> list[str]:
     raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     return [part.decode() for part in raw.split(b"\0") if part]
-
-
-def _node_ready(node: dict[str, Any]) -> bool:
-    conditions = node.get("status", {}).get("conditions", [])
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

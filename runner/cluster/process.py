@@ -17,7 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,20 +170,36 @@ class Endpoint:
         return status == 200
 
 
+def poll_while_running(
+    process: RunningProcess,
+    ready: Callable[[], bool],
+    *,
+    timeout: float,
+    interval: float = 0.1,
+    exited: str | None = None,
+) -> bool:
+    """Call `ready` every `interval` seconds until it is true (True) or `timeout` passes
+    (False); fail at once, with the log's last lines, if `process` exits meanwhile.
+    `exited` is the start of that error (default: "<name> exited during start-up")."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return True
+        if not is_running(process.pid, process.binary):
+            raise ClusterError(
+                f"{exited or f'{process.name} exited during start-up'}; last lines of "
+                f"{process.log}:\n{log_tail(process.log)}"
+            )
+        time.sleep(interval)
+    return False
+
+
 def wait_until_ready(
     process: RunningProcess, endpoint: Endpoint, path: str, *, timeout: float
 ) -> None:
     """Poll `path` until it answers 200; fail early, with the log, if the process exits."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if endpoint.ok(path):
-            return
-        if not is_running(process.pid, process.binary):
-            raise ClusterError(
-                f"{process.name} exited during start-up; last lines of {process.log}:\n"
-                f"{log_tail(process.log)}"
-            )
-        time.sleep(0.1)
+    if poll_while_running(process, lambda: endpoint.ok(path), timeout=timeout):
+        return
     raise ClusterError(
         f"{process.name} did not answer {endpoint.url}{path} within {timeout:.0f} s; "
         f"last lines of {process.log}:\n{log_tail(process.log)}"

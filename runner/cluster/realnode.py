@@ -255,35 +255,30 @@ class RealNode:
 
     def _wait_for_containerd(self, state: NodeState, timeout: float = 30) -> None:
         running = state.running()["containerd"]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if (
+        if process.poll_while_running(
+            running,
+            lambda: (
                 self.layout.containerd_socket.exists()
                 and self.ctr("version", check=False).returncode == 0
-            ):
-                return
-            if not process.is_running(running.pid, running.binary):
-                raise ClusterError(
-                    f"containerd exited during start-up; last lines of {running.log}:\n"
-                    f"{process.log_tail(running.log)}"
-                )
-            time.sleep(0.05)
+            ),
+            timeout=timeout,
+            interval=0.05,
+            exited="containerd exited during start-up",
+        ):
+            return
         raise ClusterError(f"containerd did not answer within {timeout:.0f} s; see {running.log}")
 
     def _wait_until_ready(
         self, api: process.Endpoint, kubelet: process.RunningProcess, timeout: float = 60
     ) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             status, body = api.request(f"/api/v1/nodes/{self.name}")
-            if status == 200 and _node_ready(json.loads(body)):
-                return
-            if not process.is_running(kubelet.pid, kubelet.binary):
-                raise ClusterError(
-                    f"the kubelet exited during start-up; last lines of {kubelet.log}:\n"
-                    f"{process.log_tail(kubelet.log)}"
-                )
-            time.sleep(0.1)
+            return status == 200 and node_ready(json.loads(body))
+
+        if process.poll_while_running(
+            kubelet, ready, timeout=timeout, exited="the kubelet exited during start-up"
+        ):
+            return
         raise ClusterError(
             f"node {self.name} not Ready within {timeout:.0f} s; last lines of {kubelet.log}:\n"
             f"{process.log_tail(kubelet.log)}"
@@ -388,6 +383,7 @@ def _recorded_registry(state_dir: Path) -> tuple[int, str | None] | None:
         return None
 
 
-def _node_ready(node: dict[str, Any]) -> bool:
+def node_ready(node: dict[str, Any]) -> bool:
+    """Whether a Node object's Ready condition is True."""
     conditions = node.get("status", {}).get("conditions", [])
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -3,7 +3,8 @@
 `--zap-encoder json` gives one JSON object per line (for log collectors): `ts`, `level`,
 `logger`, `msg`, the record's own fields (a run's `job`, `gvk`, `cr_namespace`, ...)
 and `error` with the traceback. The default is a readable console line (JSON too when
-stderr is not a terminal and `--zap-devel` is off). `--zap-log-level` takes
+stderr is not a terminal and `--zap-devel` is off), its level coloured on a terminal
+unless NO_COLOR or CI is set. `--zap-log-level` takes
 debug/info/error or a number (zap's 1-9, higher is chattier).
 
 Both formats pass every line through `runner.redact.redact_message`, a last line of
@@ -16,13 +17,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from runner.redact import LOG_LIMIT, redact, redact_message
 
-__all__ = ["ConsoleFormatter", "JSONFormatter", "configure", "level_from_flag"]
+__all__ = ["ConsoleFormatter", "JSONFormatter", "configure", "level_from_flag", "use_colour"]
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -73,14 +76,42 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-class ConsoleFormatter(logging.Formatter):
-    """A readable line per record, credentials masked."""
+# SGR colours of the level on a terminal: debug dim, info green, warning yellow, error
+# red, critical bold red; the logger's name dim.
+_LEVEL_COLOURS = {
+    logging.DEBUG: "2",
+    logging.INFO: "32",
+    logging.WARNING: "33",
+    logging.ERROR: "31",
+    logging.CRITICAL: "1;31",
+}
+_DIM, _RESET = "\x1b[2m", "\x1b[0m"
 
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)-7s %(name)s  %(message)s")
+
+def use_colour(*, tty: bool, env: Mapping[str, str]) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org), in CI, or
+    on a terminal that says it cannot (TERM=dumb)."""
+    return tty and not env.get("NO_COLOR") and not env.get("CI") and env.get("TERM") != "dumb"
+
+
+class ConsoleFormatter(logging.Formatter):
+    """A readable line per record, credentials masked; with `colour`, the level and the
+    logger's name are coloured (the message never is: it may be copied into a report)."""
+
+    def __init__(self, *, colour: bool = False) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s  %(message)s")
+        self.colour = colour
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact_message(super().format(record), LOG_LIMIT)
+        shown = logging.makeLogRecord(vars(record))
+        level = f"{record.levelname:<7}"
+        if self.colour:
+            code = _LEVEL_COLOURS.get(record.levelno, "0")
+            shown.levelname = f"\x1b[{code}m{level}{_RESET}"
+            shown.name = f"{_DIM}{record.name}{_RESET}"
+        else:
+            shown.levelname = level
+        return redact_message(super().format(shown), LOG_LIMIT)
 
 
 def configure(*, level: str, encoder: str, devel: bool) -> None:
@@ -88,7 +119,8 @@ def configure(*, level: str, encoder: str, devel: bool) -> None:
     if encoder == "json" or (not encoder and not devel and not sys.stderr.isatty()):
         handler.setFormatter(JSONFormatter())
     else:
-        handler.setFormatter(ConsoleFormatter())
+        colour = use_colour(tty=sys.stderr.isatty(), env=os.environ)
+        handler.setFormatter(ConsoleFormatter(colour=colour))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if devel and level == "info" else level_from_flag(level))

@@ -35,6 +35,7 @@ from runner.errors import ConfigError
 from runner.k8s import KubeClient
 from runner.olm import api, control, imagerun, installmode, model, report, serve, tokens
 from runner.olm.api import OLMError
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 Obj = dict[str, Any]
@@ -341,6 +342,22 @@ async def wait_installed(
     """Wait until CSV `csv_name` is Succeeded, its InstallPlan Complete (and `replaced`
     gone), or the InstallPlan waits for approval; OLMError with OLM's reason when it
     fails."""
+    with Ticker(f"waiting for CSV {csv_name}") as ticker:
+        wrapped = ticker.wrap(progress)
+        return await _wait_installed(
+            client, run, csv_name, timeout=timeout, progress=wrapped, replaced=replaced
+        )
+
+
+async def _wait_installed(
+    client: KubeClient,
+    run: Run,
+    csv_name: str,
+    *,
+    timeout: float,
+    progress: Progress,
+    replaced: str | None,
+) -> Outcome:
     started = time.monotonic()
     seen: dict[str, str] = {}
     problem_since: float | None = None

@@ -30,6 +30,7 @@ from runner.errors import ClusterError
 from runner.k8s import KubeClient
 from runner.olm import api, model, servicedial
 from runner.olm.images import OLMImages, ensure_olm_images
+from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 Obj = dict[str, Any]
@@ -141,7 +142,8 @@ def install(cluster: LocalCluster, *, progress: Progress = print) -> float:
         ports[name] = process.free_port()
         _save_ports(cluster, ports)
         _start(cluster, name, binaries[_BINARY[name]], ports[name], progress, images, dial_port)
-    asyncio.run(_wait_working(cluster))
+    with Ticker("waiting for OLM's operators to work"):
+        asyncio.run(_wait_working(cluster))
     elapsed = time.monotonic() - started
     progress(f"OLM {version()} running in {elapsed:.1f} s")
     return elapsed

@@ -20,6 +20,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="domain of the API groups, e.g. example.com (default: %(default)s)",
     )
     init.add_argument("--project-name", help="name of the project (default: the directory's name)")
+    init.add_argument(
+        "--plugins",
+        default="ansible",
+        help="comma-separated; grafana.kubebuilder.io/v1-alpha also writes a Grafana "
+        "dashboard of the operator's metrics (default: %(default)s)",
+    )
     init.set_defaults(handler=_cmd_init)
 
     create = sub.add_parser("create", help="add to the project: `create api`")
@@ -42,6 +48,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--generate-playbook",
         action="store_true",
         help="also generate playbooks/<kind>.yml (running the role); watches.yaml uses it",
+    )
+    api.add_argument(
+        "--plugins",
+        default="ansible",
+        help="comma-separated; grafana.kubebuilder.io/v1-alpha also writes the Grafana "
+        "dashboard of the operator's metrics when the project has none (default: %(default)s)",
     )
     api.set_defaults(handler=_cmd_create_api)
 
@@ -75,7 +87,7 @@ def tool_source() -> str:
 
 def _cmd_init(args: argparse.Namespace) -> int:
     from runner.errors import ConfigError
-    from runner.scaffold import generate, writer
+    from runner.scaffold import generate, grafana, writer
     from runner.scaffold.names import validate_project_name
     from runner.scaffold.project import PROJECT_FILE
 
@@ -92,7 +104,12 @@ def _cmd_init(args: argparse.Namespace) -> int:
             raise ConfigError(f"{err}; choose one with --project-name") from None
     else:
         name = validate_project_name(args.project_name)
-    plan = generate.init_plan(domain=args.domain, project_name=name, tool_source=tool_source())
+    plan = generate.init_plan(
+        domain=args.domain,
+        project_name=name,
+        tool_source=tool_source(),
+        grafana=grafana.grafana_requested(args.plugins),
+    )
     written = writer.apply(root, plan)
     _report(root, written, "wrote")
     print("next: ansible-operator create api --group GROUP --version v1alpha1 --kind Kind")
@@ -102,7 +119,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
 def _cmd_create_api(args: argparse.Namespace) -> int:
     import sys
 
-    from runner.scaffold import generate, writer
+    from runner.scaffold import generate, grafana, writer
     from runner.scaffold.names import group_warning
     from runner.scaffold.project import PROJECT_FILE, parse_project
 
@@ -119,6 +136,9 @@ def _cmd_create_api(args: argparse.Namespace) -> int:
         kind=args.kind,
         playbook=args.generate_playbook,
     )
+    if grafana.grafana_requested(args.plugins) and not (root / grafana.DASHBOARD_FILE).exists():
+        name = parse_project(files[PROJECT_FILE]).name
+        plan.create[grafana.DASHBOARD_FILE] = grafana.dashboard(name)
     written = writer.apply(root, plan)
     _report(root, written, "wrote")
     print("next: make install run, then apply the sample from config/samples/")

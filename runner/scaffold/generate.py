@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from runner.errors import ConfigError
 from runner.scaffold import csvbase, extend, files_api, files_project, molecule, molecule_kind
 from runner.scaffold.files_config import config_files
+from runner.scaffold.grafana import DASHBOARD_FILE as dashboard_file
+from runner.scaffold.grafana import dashboard
 from runner.scaffold.names import Resource, validate_domain, validate_project_name
 from runner.scaffold.project import PROJECT_FILE, Project, parse_project, render_project
 from runner.scaffold.yamltext import add_list_item
@@ -41,8 +43,10 @@ def init_plan(
     project_name: str,
     info: csvbase.CSVInfo | None = None,
     tool_source: str = "",
+    grafana: bool = False,
 ) -> Plan:
-    """Every file of a new, empty project (`tool_source`: see files_project.makefile)."""
+    """Every file of a new, empty project (`tool_source`: see files_project.makefile;
+    `grafana`: also the dashboard of the operator's metrics)."""
     validate_domain(domain)
     validate_project_name(project_name)
     project = Project(domain=domain, name=project_name)
@@ -65,6 +69,8 @@ def init_plan(
         **molecule.molecule_files(project_name),
         **molecule_kind.shared_files(project_name),
     }
+    if grafana:
+        files[dashboard_file] = dashboard(project_name)
     return Plan(create=files)
 
 
@@ -130,6 +136,10 @@ def _new_files(resource: Resource, project: str, *, playbook: bool) -> dict[str,
         **files_api.role_files(resource),
         **molecule_kind.kind_files(resource),
     }
+    path, text = molecule.kind_test_file(
+        kind=resource.kind, singular=resource.singular, sample_file=resource.sample_file
+    )
+    files[path] = text
     if playbook:
         files[resource.playbook_file] = files_api.playbook(resource)
     return files

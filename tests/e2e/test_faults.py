@@ -23,12 +23,11 @@ import yaml
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ConflictError
-from support.kube import condition, get_or_none, wait_for
+from support.kube import create_cr, get_or_none, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 from support.tcpstall import forwarding, kubeconfig_through
 
 GROUP = "faults.test.example.com"
-API_VERSION = f"{GROUP}/v1alpha1"
 
 ROLE = """
 - name: Take a while when asked
@@ -57,11 +56,6 @@ ROLE = """
 
 def watch(kind: str) -> dict[str, Any]:
     return {"group": GROUP, "version": "v1alpha1", "kind": kind, "role": "r"}
-
-
-def create(resource: Any, name: str, namespace: str, spec: dict[str, Any] | None = None) -> None:
-    body = {"apiVersion": API_VERSION, "kind": resource.kind, "metadata": {"name": name}}
-    resource.create(body={**body, "spec": spec or {}}, namespace=namespace)
 
 
 def conditions_of(resource: Any, namespace: str) -> dict[str, dict[str, str]]:
@@ -102,7 +96,7 @@ def _create_until_done(resource: Any, names: list[str], namespace: str) -> None:
     for name in names:
         while True:
             try:
-                create(resource, name, namespace)
+                create_cr(resource, name, namespace)
                 break
             except ConflictError:
                 break
@@ -198,7 +192,7 @@ def test_kill_9_mid_run_then_restart_converges(
     proj = project("Killed")
     first = OperatorProcess(proj, kubeconfig=kubeconfig, log=tmp_path / "first.log")
     try:
-        create(kinds["Killed"], "k", namespace, {"pause": 5})
+        create_cr(kinds["Killed"], "k", namespace, {"pause": 5})
         wait_for(lambda: "running Ansible" in first.log(), timeout=60, message="run started")
         os.killpg(first.process.pid, signal.SIGKILL)
         first.process.wait()
@@ -245,7 +239,7 @@ def test_kill_9_during_a_finalizer_run_then_restart_finalizes(
     record = marks / "f"
     first = OperatorProcess(proj, kubeconfig=kubeconfig, log=tmp_path / "first.log")
     try:
-        create(resource, "f", namespace)
+        create_cr(resource, "f", namespace)
         wait_for(
             lambda: conditions_of(resource, namespace)["f"].get("Successful") == "True",
             timeout=90,
@@ -292,7 +286,7 @@ def test_sigterm_lets_runs_in_flight_finish(
         args=["--graceful-shutdown-timeout", "60s"],
     )
     try:
-        create(kinds["Stopped"], "s", namespace, {"pause": 4})
+        create_cr(kinds["Stopped"], "s", namespace, {"pause": 4})
         wait_for(lambda: "running Ansible" in proc.log(), timeout=60, message="run started")
         stopped = time.monotonic()
         assert proc.stop(timeout=60) == 0
@@ -315,7 +309,7 @@ def test_200_crs_half_broken(
     proc = OperatorProcess(project("Many"), kubeconfig=kubeconfig, log=tmp_path / "op.log")
     try:
         for index in range(200):
-            create(
+            create_cr(
                 kinds["Many"],
                 f"m-{index}",
                 namespace,
@@ -400,11 +394,10 @@ def test_missing_permission_is_a_failure_condition(
         env={"WATCH_NAMESPACE": namespace},
     )
     try:
-        create(kinds["Denied"], "d", namespace)
+        create_cr(kinds["Denied"], "d", namespace)
 
         def failure() -> dict[str, Any] | None:
-            found = condition(kinds["Denied"].get(name="d", namespace=namespace), "Failure")
-            return found if found and found["status"] == "True" else None
+            return true_condition(kinds["Denied"].get(name="d", namespace=namespace), "Failure")
 
         cond = wait_for(failure, timeout=90, message="Failure condition")
         assert "forbidden" in cond["message"].lower(), cond["message"]

@@ -10,50 +10,14 @@ and never start a second one. Each test prints its wall time.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.molecule_run import molecule_test
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-TAIL_LINES = 120
-
-
-def _molecule_test(
-    project: Path, scenario: str, *, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(kubeconfig),
-        # molecule runs ansible-playbook, and the scenarios ansible-operator, from PATH.
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "NO_COLOR": "1",
-        "ANSIBLE_NOCOLOR": "1",
-    }
-    env.pop("WATCH_NAMESPACE", None)
-    started = time.monotonic()
-    proc = subprocess.run(
-        [str(BIN / "molecule"), "test", "--scenario-name", scenario],
-        cwd=project,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=1700,
-        check=False,
-    )
-    elapsed = time.monotonic() - started
-    with capsys.disabled():
-        print(
-            f"\nmolecule test -s {scenario} ({project.name}): {elapsed:.0f} s wall time "
-            f"(exit {proc.returncode})"
-        )
-    tail = "\n".join(proc.stdout.splitlines()[-TAIL_LINES:])
-    assert proc.returncode == 0, f"molecule test -s {scenario} failed; its output ends:\n{tail}"
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +45,12 @@ def guestbook_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_repository_scenario(
     scenario: str, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _molecule_test(REPO, scenario, kubeconfig=kubeconfig, capsys=capsys)
+    molecule_test(REPO, scenario, kubeconfig=kubeconfig, capsys=capsys)
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("scenario", ["guestbook", "guestbook-role"])
+@pytest.mark.parametrize("scenario", ["default", "guestbook", "guestbook-role"])
 def test_scaffolded_project_scenario(
     scenario: str, guestbook_project: Path, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _molecule_test(guestbook_project, scenario, kubeconfig=kubeconfig, capsys=capsys)
+    molecule_test(guestbook_project, scenario, kubeconfig=kubeconfig, capsys=capsys)

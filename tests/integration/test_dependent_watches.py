@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, get_or_none, wait_for, wait_steady
+from support.kube import create_cr, get_or_none, true_condition, wait_for, wait_steady
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "dependents.test.example.com"
@@ -116,20 +116,14 @@ def operator(
 
 
 def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
-    body = {
-        "apiVersion": API_VERSION,
-        "kind": resource.kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-    created: dict[str, Any] = resource.create(body=body, namespace=namespace).to_dict()
+    created: dict[str, Any] = create_cr(resource, name, namespace, spec).to_dict()
     return created
 
 
 def wait_successful(resource: Any, name: str, namespace: str, timeout: float = 60) -> None:
     def successful() -> bool:
-        found = condition(resource.get(name=name, namespace=namespace), "Successful")
-        return bool(found and found["status"] == "True")
+        found = resource.get(name=name, namespace=namespace)
+        return true_condition(found, "Successful") is not None
 
     wait_for(successful, timeout=timeout, message=f"{resource.kind} {name} Successful")
 

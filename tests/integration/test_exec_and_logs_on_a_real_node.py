@@ -14,9 +14,10 @@ import aiohttp
 import pytest
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
-from support.kube import condition, wait_for
+from support import realnode
+from support.kube import condition, wait_for, wait_for_default_service_account
 from support.operator import crd, install_crd, operator_running, write_project
-from support.realnode import TOOLS_IMAGE, RealNodeCluster, on_real_node
+from support.realnode import RealNodeCluster
 
 from runner.k8s.client import KubeClient
 from runner.proxy.cache import InformerCache
@@ -66,40 +67,9 @@ ROLE = """
 
 
 def tools_pod(name: str) -> dict[str, Any]:
-    """An init container that says who it is; a main container that prints one line
-    (`kubectl proxy` starting) and keeps running, to exec into and to follow."""
-    return on_real_node(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "terminationGracePeriodSeconds": 1,
-                "initContainers": [
-                    {
-                        "name": "whoami",
-                        "image": TOOLS_IMAGE,
-                        "imagePullPolicy": "Never",
-                        "command": [
-                            "/kubectl",
-                            "auth",
-                            "whoami",
-                            "-o",
-                            "jsonpath={.status.userInfo.username}",
-                        ],
-                    }
-                ],
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": TOOLS_IMAGE,
-                        "imagePullPolicy": "Never",
-                        "command": ["/kubectl", "proxy", "--port=8001"],
-                    }
-                ],
-            },
-        }
-    )
+    """The main container prints one line (`kubectl proxy` starting) and keeps running, to
+    exec into and to follow."""
+    return realnode.tools_pod(name, {"command": ["/kubectl", "proxy", "--port=8001"]})
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +91,7 @@ def pod_namespace(real_api: Any) -> Iterator[str]:
     name = f"podwork-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": name}})
     try:
-        wait_for(
-            lambda: _has_default_service_account(core, name),
-            timeout=60,
-            message=f"service account default in {name}",
-        )
+        wait_for_default_service_account(core, name)
         core.create_namespaced_pod(name, tools_pod("tools"))
         wait_for(
             lambda: _logged(core, name, SERVING),
@@ -135,14 +101,6 @@ def pod_namespace(real_api: Any) -> Iterator[str]:
         yield name
     finally:
         core.delete_namespace(name)
-
-
-def _has_default_service_account(core: client.CoreV1Api, namespace: str) -> bool:
-    try:
-        core.read_namespaced_service_account("default", namespace)
-    except client.ApiException:
-        return False
-    return True
 
 
 def _logged(core: client.CoreV1Api, namespace: str, text: str) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, wait_for
+from support.kube import create_cr, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "faults.test.example.com"
@@ -34,22 +34,11 @@ def watch(kind: str, role: str) -> dict[str, Any]:
     return {"group": GROUP, "version": "v1alpha1", "kind": kind, "role": role}
 
 
-def create(resource: Any, name: str, namespace: str, spec: dict[str, Any] | None = None) -> None:
-    body = {
-        "apiVersion": f"{GROUP}/v1alpha1",
-        "kind": resource.kind,
-        "metadata": {"name": name},
-        "spec": spec or {},
-    }
-    resource.create(body=body, namespace=namespace)
-
-
 def wait_condition(
     resource: Any, name: str, namespace: str, kind: str, timeout: float = 90
 ) -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
-        found = condition(resource.get(name=name, namespace=namespace), kind)
-        return found if found and found["status"] == "True" else None
+        return true_condition(resource.get(name=name, namespace=namespace), kind)
 
     return wait_for(probe, timeout=timeout, message=f"{resource.kind} {name}: {kind}=True")
 
@@ -116,19 +105,19 @@ def test_a_full_run_directory_fails_the_cr_and_the_operator_serves_on(
         env={"WATCH_NAMESPACE": namespace},
         prefix=[*prefix, *mount],
     )
-    create(starved, "first", namespace)
+    create_cr(starved, "first", namespace)
     wait_condition(starved, "first", namespace, "Successful")
 
     # The operator's view of its run directory: the tmpfs is in its mount namespace only.
     seen_by_operator = Path(f"/proc/{proc.process.pid}/root") / str(runner_dir).lstrip("/")
     filler = fill(seen_by_operator)
-    create(starved, "full", namespace)
+    create_cr(starved, "full", namespace)
     failure = wait_condition(starved, "full", namespace, "Failure")
     assert "No space left on device" in failure["message"]
     assert proc.running()
 
     filler.unlink()
-    create(starved, "after", namespace)
+    create_cr(starved, "after", namespace)
     wait_condition(starved, "after", namespace, "Successful")
     wait_condition(starved, "full", namespace, "Successful", timeout=120)
     assert proc.running()
@@ -180,12 +169,12 @@ def test_a_zygote_killed_in_the_middle_of_a_run(
         env={"WATCH_NAMESPACE": namespace},
         args=["--ansible-backend", "fast"],
     )
-    create(quick, "bystander", namespace)
+    create_cr(quick, "bystander", namespace)
     wait_condition(quick, "bystander", namespace, "Successful")
     bystander = quick.get(name="bystander", namespace=namespace)
 
     marker = tmp_path / "hanging"
-    create(slow, "victim", namespace, {"marker": str(marker)})
+    create_cr(slow, "victim", namespace, {"marker": str(marker)})
     wait_for(marker.exists, timeout=90, message="the victim's run has started")
     (zygote,) = wait_for(lambda: zygotes_of(proc.process.pid), timeout=10, message="a zygote")
     os.kill(zygote, 9)
@@ -198,6 +187,6 @@ def test_a_zygote_killed_in_the_middle_of_a_run(
     assert quick.get(name="bystander", namespace=namespace).metadata.resourceVersion == (
         bystander.metadata.resourceVersion
     )
-    create(quick, "newcomer", namespace)
+    create_cr(quick, "newcomer", namespace)
     wait_condition(quick, "newcomer", namespace, "Successful")
     assert proc.running()

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, get_or_none, wait_for
+from support.kube import create_cr, get_or_none, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "races.test.example.com"
-API_VERSION = f"{GROUP}/v1alpha1"
 FINALIZER = f"{GROUP}/cleanup"
 
 # Waits when asked, then creates an owned ConfigMap (through the proxy, like real roles).
@@ -93,18 +92,12 @@ def operator(
         print(proc.log()[-4000:])
 
 
-def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> None:
-    body = {"apiVersion": API_VERSION, "kind": resource.kind, "metadata": {"name": name}}
-    resource.create(body={**body, "spec": spec}, namespace=namespace)
-
-
 def lines_about(log: str, kind: str, key: str, text: str) -> list[str]:
     return [line for line in log.splitlines() if f"{kind} {key}" in line and text in line]
 
 
 def successful(resource: Any, name: str, namespace: str) -> bool:
-    found = condition(resource.get(name=name, namespace=namespace), "Successful")
-    return bool(found and found["status"] == "True")
+    return true_condition(resource.get(name=name, namespace=namespace), "Successful") is not None
 
 
 @pytest.mark.parametrize("kind", ["Doomed", "Kept"], ids=["no-finalizer", "finalizer"])
@@ -118,7 +111,7 @@ def test_a_cr_deleted_while_its_run_is_in_flight(
     resource = kinds[kind]
     proc = operator()
     key = f"{namespace}/victim"
-    create(resource, "victim", namespace, {"pause": 6})
+    create_cr(resource, "victim", namespace, {"pause": 6})
     wait_for(
         lambda: lines_about(proc.log(), kind, key, "running Ansible"),
         timeout=90,
@@ -132,7 +125,7 @@ def test_a_cr_deleted_while_its_run_is_in_flight(
     )
     # One worker: whatever the deletion queued for the victim is done before a CR
     # created now has converged.
-    create(resource, "after", namespace, {})
+    create_cr(resource, "after", namespace, {})
     wait_for(
         lambda: successful(resource, "after", namespace),
         timeout=90,
@@ -200,9 +193,9 @@ def test_status_written_by_a_role_while_the_operator_writes_conditions(
     )
     writes = 40
     try:
-        create(shared, "target", namespace, {"round": 0})
+        create_cr(shared, "target", namespace, {"round": 0})
         wait_for(lambda: successful(shared, "target", namespace), timeout=90, message="target")
-        create(shared, "writer", namespace, {"writes": writes})
+        create_cr(shared, "writer", namespace, {"writes": writes})
         # While the writer writes, the target is reconciled again and again: its role and
         # the operator write the target's status as well.
         for round_ in range(1, 6):

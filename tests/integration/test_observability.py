@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, wait_for
+from support.kube import condition, create_cr, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "observe.test.example.com"
-API_VERSION = f"{GROUP}/v1alpha1"
 
 ROLE = """
 - name: Count runs in a role metric
@@ -109,11 +108,6 @@ def start(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., OperatorPr
         print(proc.log()[-3000:])
 
 
-def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> None:
-    body = {"apiVersion": API_VERSION, "kind": resource.kind, "metadata": {"name": name}}
-    resource.create(body={**body, "spec": spec}, namespace=namespace)
-
-
 def events_of(api_client: Any, namespace: str, name: str) -> list[Any]:
     from kubernetes import client
 
@@ -143,8 +137,8 @@ def test_probes_metrics_and_events(
     assert http_get(f"{health}/healthz") == (200, "ok")
 
     observed = kinds["Observed"]
-    create(observed, "good", namespace, {"size": 3})
-    create(observed, "bad", namespace, {"fail": True, "reason": "planted failure"})
+    create_cr(observed, "good", namespace, {"size": 3})
+    create_cr(observed, "bad", namespace, {"fail": True, "reason": "planted failure"})
 
     def successful(name: str) -> bool:
         found = condition(observed.get(name=name, namespace=namespace), "Successful")
@@ -225,7 +219,7 @@ def test_leader_election_failover(
         lambda: "waiting for the lease" in second.log(), timeout=90, message="second stands by"
     )
     led = kinds["Led"]
-    create(led, "one", namespace, {})
+    create_cr(led, "one", namespace, {})
     wait_for(lambda: "reconcile Led " in first.log(), timeout=60, message="the leader reconciles")
     time.sleep(1)
     assert "reconcile Led " not in second.log(), "the standby must not reconcile"

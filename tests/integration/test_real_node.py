@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
-from support.kube import wait_for
-from support.realnode import TOOLS_IMAGE, RealNodeCluster, on_real_node
+from support import realnode
+from support.kube import wait_for, wait_for_default_service_account
+from support.realnode import RealNodeCluster, on_real_node
 
 from runner.cluster import machine, nodeconfig, oci, registry
 from runner.cluster.local import FAKE_NODE
@@ -34,64 +35,24 @@ def core(real_node_cluster: RealNodeCluster) -> Iterator[client.CoreV1Api]:
 def ns(core: client.CoreV1Api) -> Iterator[str]:
     name = f"real-node-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": name}})
-    wait_for(
-        lambda: _default_service_account(core, name),
-        timeout=60,
-        message=f"service account default in {name}",
-    )
+    wait_for_default_service_account(core, name)
     yield name
     core.delete_namespace(name)
 
 
-def _default_service_account(core: client.CoreV1Api, namespace: str) -> bool:
-    try:
-        core.read_namespaced_service_account("default", namespace)
-    except client.ApiException:
-        return False
-    return True
-
-
 def tools_pod(name: str) -> dict[str, Any]:
-    """An init container asks the API server who it is through the in-cluster
-    configuration (the pod network and the `kubernetes` Service address); the main
-    container stays up for exec."""
-    return on_real_node(
+    """The main container stays up for exec, as an unprivileged user."""
+    return realnode.tools_pod(
+        name,
         {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "terminationGracePeriodSeconds": 1,
-                "initContainers": [
-                    {
-                        "name": "whoami",
-                        "image": TOOLS_IMAGE,
-                        "imagePullPolicy": "Never",
-                        "command": [
-                            "/kubectl",
-                            "auth",
-                            "whoami",
-                            "-o",
-                            "jsonpath={.status.userInfo.username}",
-                        ],
-                    }
-                ],
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": TOOLS_IMAGE,
-                        "imagePullPolicy": "Never",
-                        "securityContext": {
-                            "runAsUser": 1001,
-                            "readOnlyRootFilesystem": True,
-                            "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]},
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
-                    }
-                ],
+            "securityContext": {
+                "runAsUser": 1001,
+                "readOnlyRootFilesystem": True,
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+                "seccompProfile": {"type": "RuntimeDefault"},
             },
-        }
+        },
     )
 
 

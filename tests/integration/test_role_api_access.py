@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import condition, wait_for
+from support.kube import true_condition, wait_for
 from support.operator import crd, install_crd, operator_running, write_project
 
 GROUP = "apiaccess.test.example.com"
@@ -83,8 +83,7 @@ def test_a_roles_api_tasks_work_through_the_guarded_proxy(
 
         def done() -> Any:
             found = readers.get(name="r", namespace=namespace)
-            ok = condition(found, "Successful")
-            return found if ok and ok["status"] == "True" else None
+            return found if true_condition(found, "Successful") else None
 
         cr = wait_for(done, timeout=180, message="Reader r Successful")
         assert cr.status.fromInfo == f"hello from {backend}"

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from support.kube import condition, wait_for
+from support.kube import true_condition, wait_for
 from support.operator import crd, install_crd, operator_running, write_project
 from support.tcpstall import forwarding, kubeconfig_through
 
@@ -56,8 +56,7 @@ def _create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> N
 
 
 def _condition(resource: Any, name: str, namespace: str, kind: str) -> dict[str, Any] | None:
-    found = condition(resource.get(name=name, namespace=namespace), kind)
-    return found if found and found["status"] == "True" else None
+    return true_condition(resource.get(name=name, namespace=namespace), kind)
 
 
 @pytest.mark.timeout(240)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from kubernetes.dynamic.exceptions import NotFoundError
-from support.kube import condition, wait_for
+from support.kube import condition, create_cr, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 GROUP = "runtime.test.example.com"
@@ -89,22 +89,6 @@ def watch(kind: str, **extra: Any) -> dict[str, Any]:
     return {"group": GROUP, "version": "v1alpha1", "kind": kind, "role": "echo", **extra}
 
 
-def create(
-    resource: Any,
-    name: str,
-    namespace: str | None,
-    spec: dict[str, Any] | None = None,
-    **metadata: Any,
-) -> Any:
-    body = {
-        "apiVersion": f"{GROUP}/v1alpha1",
-        "kind": resource.kind,
-        "metadata": {"name": name, **metadata},
-        "spec": spec or {},
-    }
-    return resource.create(body=body, namespace=namespace)
-
-
 def cond(resource: Any, name: str, namespace: str | None, kind: str) -> dict[str, Any] | None:
     try:
         return condition(resource.get(name=name, namespace=namespace), kind)
@@ -132,7 +116,7 @@ def test_failure_condition_then_recovery(
 ) -> None:
     echo = kinds["Echo"]
     proc = start_operator([watch("Echo")], env={"WATCH_NAMESPACE": namespace})
-    create(echo, "bad", namespace, {"fail": True, "reason": "bad input"})
+    create_cr(echo, "bad", namespace, {"fail": True, "reason": "bad input"})
     failure = wait_condition(echo, "bad", namespace, "Failure")
     assert failure["reason"] == "Failed"
     assert failure["message"] == "asked to fail: bad input"
@@ -156,7 +140,7 @@ def test_manage_status_false_writes_nothing(
 ) -> None:
     quiet = kinds["Quiet"]
     proc = start_operator([watch("Quiet", manageStatus=False)], env={"WATCH_NAMESPACE": namespace})
-    create(quiet, "q", namespace)
+    create_cr(quiet, "q", namespace)
     wait_for(
         lambda: "reconcile Quiet" in proc.log() and "succeeded" in proc.log(),
         timeout=60,
@@ -172,8 +156,8 @@ def test_reconcile_period_and_annotation_override(
     proc = start_operator(
         [watch("Periodic", reconcilePeriod="2s")], env={"WATCH_NAMESPACE": namespace}
     )
-    create(periodic, "fast", namespace)
-    create(
+    create_cr(periodic, "fast", namespace)
+    create_cr(
         periodic,
         "slow",
         namespace,
@@ -201,8 +185,8 @@ def test_selector_ignores_unlabelled(
         [watch("Picky", selector={"matchLabels": {"team": "a"}})],
         env={"WATCH_NAMESPACE": namespace},
     )
-    create(picky, "labelled", namespace, labels={"team": "a"})
-    create(picky, "other", namespace, labels={"team": "b"})
+    create_cr(picky, "labelled", namespace, labels={"team": "a"})
+    create_cr(picky, "other", namespace, labels={"team": "b"})
     wait_condition(picky, "labelled", namespace, "Successful")
     assert _runs(proc, namespace, "other") == 0
     assert cond(picky, "other", namespace, "Running") is None
@@ -219,8 +203,8 @@ def test_watch_namespace_restricts(
     core.create_namespace({"metadata": {"name": outside}})
     try:
         proc = start_operator([watch("Echo")], env={"WATCH_NAMESPACE": namespace})
-        create(echo, "inside", namespace)
-        create(echo, "elsewhere", outside)
+        create_cr(echo, "inside", namespace)
+        create_cr(echo, "elsewhere", outside)
         wait_condition(echo, "inside", namespace, "Successful")
         assert cond(echo, "elsewhere", outside, "Running") is None
         assert _runs(proc, outside, "elsewhere") == 0
@@ -239,8 +223,8 @@ def test_playbook_and_role_side_by_side(
         env={"WATCH_NAMESPACE": namespace},
         playbooks={"playbook.yml": PLAYBOOK},
     )
-    create(kinds["Echo"], "by-role", namespace)
-    create(kinds["Played"], "by-playbook", namespace)
+    create_cr(kinds["Echo"], "by-role", namespace)
+    create_cr(kinds["Played"], "by-playbook", namespace)
     wait_condition(kinds["Echo"], "by-role", namespace, "Successful")
     wait_condition(kinds["Played"], "by-playbook", namespace, "Successful")
     running = cond(kinds["Played"], "by-playbook", namespace, "Running")
@@ -250,7 +234,7 @@ def test_playbook_and_role_side_by_side(
 def test_cluster_scoped_kind(kinds: dict[str, Any], start_operator: Any) -> None:
     name = f"global-{uuid.uuid4().hex[:6]}"
     start_operator([watch("Global")])
-    create(kinds["Global"], name, None)
+    create_cr(kinds["Global"], name, None)
     try:
         wait_condition(kinds["Global"], name, None, "Successful")
     finally:
@@ -260,7 +244,7 @@ def test_cluster_scoped_kind(kinds: dict[str, Any], start_operator: Any) -> None
 def test_rapid_updates_coalesce(kinds: dict[str, Any], start_operator: Any, namespace: str) -> None:
     echo = kinds["Echo"]
     proc = start_operator([watch("Echo")], env={"WATCH_NAMESPACE": namespace})
-    create(echo, "busy", namespace, {"n": 0})
+    create_cr(echo, "busy", namespace, {"n": 0})
     for n in range(1, 11):
         echo.patch(
             name="busy",
@@ -290,7 +274,7 @@ def test_fifty_crs_converge(kinds: dict[str, Any], start_operator: Any, namespac
     start_operator([watch("Echo")], env={"WATCH_NAMESPACE": namespace})
     names = [f"many-{i}" for i in range(50)]
     for name in names:
-        create(echo, name, namespace)
+        create_cr(echo, name, namespace)
 
     def all_successful() -> bool:
         items = echo.get(namespace=namespace).to_dict()["items"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from support.kube import condition, wait_for
+from support.kube import condition, create_cr, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
 from runner.redact import MESSAGE_LIMIT, REDACTED
@@ -49,20 +49,9 @@ def operator(
     print(proc.log()[-4000:])
 
 
-def create(resource: Any, name: str, namespace: str, spec: dict[str, Any]) -> None:
-    body = {
-        "apiVersion": f"{GROUP}/v1alpha1",
-        "kind": "Failing",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-    resource.create(body=body, namespace=namespace)
-
-
 def failure(resource: Any, name: str, namespace: str) -> Callable[[], dict[str, Any] | None]:
     def probe() -> dict[str, Any] | None:
-        found = condition(resource.get(name=name, namespace=namespace), "Failure")
-        return found if found and found["status"] == "True" else None
+        return true_condition(resource.get(name=name, namespace=namespace), "Failure")
 
     return probe
 
@@ -71,7 +60,7 @@ def test_a_token_in_a_failure_message_is_masked(
     failing: Any, operator: OperatorProcess, api_client: Any, namespace: str
 ) -> None:
     message = f"GET https://vault.example.com/v1/x failed: Authorization: Bearer {TOKEN}"
-    create(failing, "leaky", namespace, {"message": message})
+    create_cr(failing, "leaky", namespace, {"message": message})
     found = wait_for(failure(failing, "leaky", namespace), timeout=90, message="Failure")
     assert TOKEN not in found["message"]
     assert found["message"].endswith(f"Authorization: Bearer {REDACTED}")
@@ -91,7 +80,7 @@ def test_a_token_in_a_failure_message_is_masked(
 def test_a_two_megabyte_failure_message_still_gives_a_failure_condition(
     failing: Any, operator: OperatorProcess, namespace: str
 ) -> None:
-    create(
+    create_cr(
         failing,
         "verbose",
         namespace,

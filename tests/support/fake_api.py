@@ -13,6 +13,23 @@ from runner.ansible.inputs import RunRequest
 from runner.structs import GVK
 
 
+def one_cr(kind: GVK, *, resource_version: str = "1", **fields: Any) -> dict[str, Any]:
+    """CR `ns/one` of `kind` with an empty spec, as the API server returns it; `fields`
+    adds top-level fields (status, ...)."""
+    return {
+        "apiVersion": f"{kind.group}/{kind.version}",
+        "kind": kind.kind,
+        "metadata": {
+            "name": "one",
+            "namespace": "ns",
+            "uid": "u-1",
+            "resourceVersion": resource_version,
+        },
+        "spec": {},
+        **fields,
+    }
+
+
 class FakeAPI:
     """The one CR, as the API server would keep it: merge patches, status writes."""
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
@@ -100,6 +101,15 @@ def condition(obj: Any, kind: str) -> dict[str, Any] | None:
     return None
 
 
+def true_condition(obj: Any, *kinds: str) -> dict[str, Any] | None:
+    """The first condition of the types `kinds` whose status is True, or None."""
+    for kind in kinds:
+        found = condition(obj, kind)
+        if found and found["status"] == "True":
+            return found
+    return None
+
+
 def release_custom_resources(dyn: DynamicClient, namespace: str) -> int:
     """Drop the finalizers of every test custom resource (groups under example.com) in
     `namespace`, so that deleting the namespace cannot hang once no operator runs to
@@ -123,3 +133,34 @@ def release_custom_resources(dyn: DynamicClient, namespace: str) -> int:
                 )
                 released += 1
     return released
+
+
+def wait_for_default_service_account(core: client.CoreV1Api, namespace: str) -> None:
+    """Wait until `namespace` has its `default` service account (pods need it)."""
+
+    def present() -> bool:
+        try:
+            core.read_namespaced_service_account("default", namespace)
+        except client.ApiException:
+            return False
+        return True
+
+    wait_for(present, timeout=60, message=f"service account default in {namespace}")
+
+
+def create_cr(
+    resource: Any,
+    name: str,
+    namespace: str | None,
+    spec: dict[str, Any] | None = None,
+    **metadata: Any,
+) -> Any:
+    """Create a custom resource of `resource` (a dynamic-client resource) named `name`,
+    with `spec` (default empty) and any other `metadata` fields (labels, ...)."""
+    body = {
+        "apiVersion": resource.group_version,
+        "kind": resource.kind,
+        "metadata": {"name": name, **metadata},
+        "spec": spec or {},
+    }
+    return resource.create(body=body, namespace=namespace)

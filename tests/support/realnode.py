@@ -72,6 +72,40 @@ class RealNodeCluster:
         )
 
 
+def tools_pod(name: str, main: dict[str, Any]) -> dict[str, Any]:
+    """A pod on the real node from the tools image: an init container `whoami` asks the API
+    server who it is through the in-cluster configuration (the pod network and the
+    `kubernetes` Service address) and prints the answer; `main` is what the main container
+    (named `main`, same image) adds: its command, security context."""
+    return on_real_node(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "initContainers": [
+                    {
+                        "name": "whoami",
+                        "image": TOOLS_IMAGE,
+                        "imagePullPolicy": "Never",
+                        "command": [
+                            "/kubectl",
+                            "auth",
+                            "whoami",
+                            "-o",
+                            "jsonpath={.status.userInfo.username}",
+                        ],
+                    }
+                ],
+                "containers": [
+                    {"name": "main", "image": TOOLS_IMAGE, "imagePullPolicy": "Never", **main}
+                ],
+            },
+        }
+    )
+
+
 def on_real_node(pod: dict[str, Any]) -> dict[str, Any]:
     """`pod` with the toleration and node selector that place it on the real node."""
     spec = pod.setdefault("spec", {})

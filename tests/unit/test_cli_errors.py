@@ -248,7 +248,13 @@ CASES = [
         id="cluster-kubeconfig-no-cluster",
     ),
     # scaffolding and packaging
-    pytest.param(["init"], {}, "the following arguments are required: --domain", id="init"),
+    pytest.param(
+        ["init", "--plugins", "go/v4"],
+        {},
+        "--plugins 'go/v4': unknown plugin 'go/v4'; known: ansible, "
+        "ansible.sdk.operatorframework.io/v1, grafana.kubebuilder.io/v1-alpha",
+        id="init-unknown-plugin",
+    ),
     pytest.param(
         ["init", "--domain", "bad domain"],
         {},

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from support.fake_api import FakeAPI
+from support.fake_api import FakeAPI, one_cr
 
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
@@ -38,13 +38,7 @@ class HalfSavedRole:
 
 
 def reconcile(*, edited: bool) -> tuple[Any, dict[str, Any]]:
-    obj = {
-        "apiVersion": f"{KIND.group}/{KIND.version}",
-        "kind": KIND.kind,
-        "metadata": {"name": "one", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"},
-        "spec": {},
-        "status": SETTLED,
-    }
+    obj = one_cr(KIND, resource_version="7", status=SETTLED)
     api = FakeAPI(obj)
     stale = {**copy.deepcopy(obj), "status": running(SETTLED, now=datetime.now(UTC))}
     edits = [0]

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from support.fake_api import FakeAPI
+from support.fake_api import FakeAPI, one_cr
 
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
@@ -35,12 +35,7 @@ class Backend:
 
 
 def reconcile(*, timeout: float, run_seconds: float) -> tuple[Any, dict[str, Any], Backend]:
-    obj = {
-        "apiVersion": f"{KIND.group}/{KIND.version}",
-        "kind": KIND.kind,
-        "metadata": {"name": "one", "namespace": "ns", "uid": "u-1", "resourceVersion": "1"},
-        "spec": {},
-    }
+    obj = one_cr(KIND)
     api = FakeAPI(obj)
     backend = Backend(run_seconds)
     reconciler = Reconciler(

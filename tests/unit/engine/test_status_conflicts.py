@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from support.fake_api import FakeAPI, RecordingBackend
+from support.fake_api import FakeAPI, RecordingBackend, one_cr
 
 from runner.engine.reconciler import Reconciler, RunSettings
 from runner.k8s.errors import Conflict
@@ -30,12 +30,7 @@ class AlwaysConflicting(FakeAPI):
 
 
 def test_the_reconcile_fails_when_the_status_cannot_be_written() -> None:
-    obj = {
-        "apiVersion": f"{KIND.group}/{KIND.version}",
-        "kind": KIND.kind,
-        "metadata": {"name": "one", "namespace": "ns", "uid": "u-1", "resourceVersion": "1"},
-        "spec": {},
-    }
+    obj = one_cr(KIND)
     api = AlwaysConflicting(obj)
     backend = RecordingBackend()
     reconciler = Reconciler(

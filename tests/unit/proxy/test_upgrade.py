@@ -183,6 +183,14 @@ async def open_upgrade(
     return reader, writer, head
 
 
+async def open_session(proxy: ProxyServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """An upgraded session (101), past the 5 bytes the server greets it with."""
+    reader, writer, head = await open_upgrade(proxy)
+    assert parse_response_head(head).status == 101
+    await reader.readexactly(5)
+    return reader, writer
+
+
 async def test_spdy_upgrade_is_spliced_both_ways_until_the_client_closes(
     start_proxy: Callable[[str], Awaitable[ProxyServer]], spdy_server: tuple[str, Peer]
 ) -> None:
@@ -224,9 +232,7 @@ async def test_the_servers_close_ends_the_session_for_the_client(
 ) -> None:
     url, peer = spdy_server
     proxy = await start_proxy(url)
-    reader, writer, head = await open_upgrade(proxy)
-    assert parse_response_head(head).status == 101
-    await reader.readexactly(5)
+    reader, writer = await open_session(proxy)
     assert not peer.closed.is_set()
     writer.write(b"close")
     await writer.drain()
@@ -317,9 +323,7 @@ async def test_stopping_the_proxy_ends_open_sessions(
 ) -> None:
     url, peer = spdy_server
     proxy = await start_proxy(url)
-    reader, writer, head = await open_upgrade(proxy)
-    assert parse_response_head(head).status == 101
-    await reader.readexactly(5)
+    reader, writer = await open_session(proxy)
     await asyncio.wait_for(proxy.stop(), 10)  # not aiohttp's minute-long shutdown wait
     assert await asyncio.wait_for(reader.read(), 10) == b""
     await asyncio.wait_for(peer.closed.wait(), 10)

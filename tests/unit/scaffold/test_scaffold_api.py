@@ -44,6 +44,7 @@ def test_new_and_updated_files() -> None:
         "config/rbac/site_editor_role.yaml",
         "config/rbac/site_viewer_role.yaml",
         "config/samples/web_v1alpha1_site.yaml",
+        "molecule/default/tasks/site_test.yml",
         "molecule/site-role/molecule.yml",
         "molecule/site-role/vars.yml",
         "molecule/site-role/verify.yml",
