@@ -105,7 +105,8 @@ def pod_namespace(real_api: Any) -> Iterator[str]:
 
 def _logged(core: client.CoreV1Api, namespace: str, text: str) -> bool:
     try:
-        return text in core.read_namespaced_pod_log("tools", namespace, container="main")
+        # The client gives None for a container that has logged nothing yet.
+        return text in (core.read_namespaced_pod_log("tools", namespace, container="main") or "")
     except client.ApiException:
         return False
 
