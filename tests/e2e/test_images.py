@@ -50,9 +50,12 @@ def sample() -> str:
 
 
 def run(image: str, *args: str, options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """A throw-away container as it runs in a pod: read-only root, an emptyDir-like /tmp."""
+    """A throw-away container as it runs in a pod: read-only root, an emptyDir-like /tmp.
+    No network: podman's default bridge would add firewall chains and turn on IP
+    forwarding on the machine, and these checks need none."""
+    isolated = ("--rm", "--network", "none", "--read-only", "--tmpfs", "/tmp")
     return subprocess.run(
-        ["podman", "run", "--rm", "--read-only", "--tmpfs", "/tmp", *options, image, *args],
+        ["podman", "run", *isolated, *options, image, *args],
         capture_output=True,
         text=True,
         env=built.env(),
