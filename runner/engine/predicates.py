@@ -23,6 +23,11 @@ def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
     return labels if isinstance(labels, Mapping) else {}
 
 
+def selected(obj: Mapping[str, Any], selector: LabelSelector | None) -> bool:
+    """True when the watch's selector (None: everything) selects `obj` by its labels."""
+    return selector_matches(selector, _labels(obj))
+
+
 def should_reconcile(
     event: str,
     new: Mapping[str, Any],
@@ -32,14 +37,14 @@ def should_reconcile(
     watch_annotations: bool,
 ) -> bool:
     """True when the event should put the object's key on the work queue."""
-    matches = selector_matches(selector, _labels(new))
+    matches = selected(new, selector)
     if event == "DELETED":
         return matches
     if not matches:
         return False
     if event == "ADDED" or old is None:
         return True
-    if not selector_matches(selector, _labels(old)):
+    if not selected(old, selector):
         return True
     new_meta, old_meta = _meta(new), _meta(old)
     generation = new_meta.get("generation")
