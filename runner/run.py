@@ -53,7 +53,7 @@ from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
 
 log = logging.getLogger("ansible-operator")
 
@@ -189,13 +189,12 @@ def search_paths(environ: Mapping[str, str]) -> list[Path]:
 
 def owner_of(obj: Mapping[str, Any]) -> Owner:
     """The owner identity of a CR, as its runs' kubeconfigs carry it."""
-    meta = obj.get("metadata") or {}
     return Owner(
         api_version=str(obj.get("apiVersion") or ""),
         kind=str(obj.get("kind") or ""),
-        name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
-        namespace=str(meta.get("namespace") or ""),
+        name=bodies.name(obj),
+        uid=bodies.uid(obj),
+        namespace=bodies.namespace(obj),
     )
 
 
