@@ -1,9 +1,9 @@
 """One controller per watch: informer events -> predicates -> work queue -> workers.
 
 Workers take keys from the queue (a key is never processed twice at once), run the
-reconciler inside the global concurrency limit, and apply controller-runtime's table:
-error -> rate-limited requeue (a requeue-after is ignored); requeue_after -> forget and
-add after the delay; success -> forget.
+reconciler inside the global concurrency limit, and apply its outcome to the queue as
+controller-runtime does: Done -> forget the key's backoff; RequeueAfter -> forget and add
+after the delay; Retry -> rate-limited requeue; Terminal -> forget, no requeue.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
+from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, result_label
 from runner.engine.predicates import should_reconcile
 from runner.engine.queue import WorkQueue
-from runner.engine.reconciler import Outcome, Reconciler, RunSettings
+from runner.engine.reconciler import Reconciler, RunSettings
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import Conflict, Unavailable
 from runner.k8s.informer import DELETED, Informer
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import ControllerMetrics, OperatorMetrics
@@ -153,19 +153,14 @@ class Controller:
     async def _reconcile(self, key: NamespacedName) -> Outcome:
         self.active += 1
         started = self._metrics.started() if self._metrics else 0.0
-        outcome = Outcome(error="cancelled")
+        outcome: Outcome = Retry("cancelled")
         try:
             outcome = await self.reconciler.reconcile(key)
         except asyncio.CancelledError:
             raise
-        except (Conflict, Unavailable) as err:
-            # Routine (others kept writing the CR; the API server is restarting): one line,
-            # and the key is retried with backoff.
-            log.warning("reconcile of %s %s: %s", self.watch.gvk.kind, key, err)
-            outcome = Outcome(error=str(err))
-        except Exception as err:  # a broken CR must never stop the controller
+        except Exception as err:  # a bug; a broken CR must never stop the controller
             log.exception("reconcile of %s %s raised", self.watch.gvk.kind, key)
-            outcome = Outcome(error=f"{type(err).__name__}: {err}")
+            outcome = Retry(f"{type(err).__name__}: {err}")
         finally:
             self.active -= 1
             self.reconciles += 1
@@ -173,25 +168,31 @@ class Controller:
                 self._metrics.finished(
                     self.watch.gvk,
                     started,
-                    result=_result_label(outcome),
+                    result=result_label(outcome),
                     manages_status=self.watch.manage_status,
+                    terminal=isinstance(outcome, Terminal),
                 )
         return outcome
 
     def _apply(self, key: NamespacedName, outcome: Outcome) -> None:
-        if outcome.error is not None:
-            delay = self.queue.add_rate_limited(key)
-            log.info(
-                "requeue %s %s in %.1f s after error (retry %d)",
-                self.watch.gvk.kind,
-                key,
-                delay,
-                self.queue.num_requeues(key),
-            )
-            return
-        self.queue.forget(key)
-        if outcome.requeue_after is not None:
-            self.queue.add_after(key, outcome.requeue_after)
+        """controller-runtime's table: what the queue does with `key` after `outcome`."""
+        match outcome:
+            case Done() | Terminal():
+                self.queue.forget(key)
+            case RequeueAfter(delay=delay):
+                self.queue.forget(key)
+                self.queue.add_after(key, delay)
+            case Retry(routine=routine):
+                delay = self.queue.add_rate_limited(key)
+                log.log(
+                    logging.DEBUG if routine else logging.INFO,
+                    "requeue %s %s in %.1f s after %s (retry %d)",
+                    self.watch.gvk.kind,
+                    key,
+                    delay,
+                    "a conflict" if routine else "error",
+                    self.queue.num_requeues(key),
+                )
 
     def enqueue_all(self) -> None:
         """Reconcile every known CR again (a new leader starts from its cache)."""
@@ -217,9 +218,3 @@ class Controller:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-
-
-def _result_label(outcome: Outcome) -> str:
-    if outcome.error is not None:
-        return "error"
-    return "requeue_after" if outcome.requeue_after is not None else "success"

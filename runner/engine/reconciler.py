@@ -2,7 +2,9 @@
 
 read CR -> skip deletions we do not own -> add our finalizer -> per-CR annotations ->
 Running condition -> extra-vars -> Ansible run -> finalizer removal -> final conditions
--> what to do next (an `Outcome` the controller applies to its work queue).
+-> what to do next: an `Outcome` value (`outcome.py`) the controller applies to its work
+queue. A reconcile returns one whatever happens; the project's errors it meets on the way
+become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from runner.ansible.backend import AnsibleBackend
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
 from runner.durations import format_duration, parse_duration
-from runner.errors import AnsibleRunError
+from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, outcome_of
+from runner.errors import AnsibleOperatorError, AnsibleRunError, ReconcileError
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError, Conflict, NotFound
+from runner.k8s.errors import Conflict, NotFound
 from runner.observability.events import EventRecorder
 from runner.redact import redact_message
 from runner.status import conditions
@@ -42,14 +45,6 @@ DELETED_DURING_RUN_DELAY = 5.0
 _STATUS_WRITE_ATTEMPTS = 5
 
 Reader = Callable[[NamespacedName], Mapping[str, Any] | None]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the controller does with the key afterwards (controller-runtime's Result)."""
-
-    requeue_after: float | None = None
-    error: str | None = None
 
 
 class _RunTimedOut(Exception):
@@ -153,24 +148,43 @@ class Reconciler:
         self._events = events
 
     async def reconcile(self, key: NamespacedName) -> Outcome:
+        """Reconcile the CR `key`; what to do with the key next."""
+        try:
+            return await self._reconcile(key)
+        except AnsibleOperatorError as err:
+            outcome = outcome_of(err)
+        kind = self.watch.gvk.kind
+        match outcome:
+            case Retry(reason=reason, routine=True):
+                log.info("reconcile %s %s: %s; retried", kind, key, reason)
+            case Retry(reason=reason):
+                log.warning("reconcile %s %s: %s", kind, key, reason)
+            case Terminal(reason=reason):
+                log.error("reconcile %s %s: %s; not retried until it changes", kind, key, reason)
+                obj = self._read(key)
+                if obj is not None:
+                    await self._event(obj, "Warning", "ReconcileFailed", reason)
+        return outcome
+
+    async def _reconcile(self, key: NamespacedName) -> Outcome:
         started = time.monotonic()
         obj = self._read(key)
         if obj is None:
             log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
             await self._backend.forget(self.watch.gvk, key.namespace, key.name)
-            return Outcome()
+            return Done()
         meta = _meta(obj)
         finalizer = self.watch.finalizer
         finalizers = list(meta.get("finalizers") or [])
         deleting = bool(meta.get("deletionTimestamp"))
         if deleting and (finalizer is None or finalizer.name not in finalizers):
             log.debug("%s %s is being deleted without our finalizer", self.watch.gvk.kind, key)
-            return Outcome()
+            return Done()
         if finalizer is not None and not deleting and finalizer.name not in finalizers:
             try:
                 obj = await self._set_finalizers(obj, [*finalizers, finalizer.name])
             except NotFound:
-                return Outcome()
+                return Done()
 
         try:
             per_cr = per_cr_settings(self.watch, obj)
@@ -178,7 +192,7 @@ class Reconciler:
             reason = str(err)
             await self._write_status(key, lambda st: self._failed(st, reason, None))
             self._log_end(key, started, "error", reason)
-            return Outcome(error=reason)
+            return Retry(reason)
 
         edits = self._edits()
         # The status as the API had it before this run (the cache may be a write behind).
@@ -191,7 +205,7 @@ class Reconciler:
         if self.watch.manage_status:
             try:
                 await self._write_status(key, running, known=obj)
-            except Conflict as err:  # the run matters more than the Running condition
+            except ReconcileError as err:  # the run matters more than the Running condition
                 log.warning("reconcile %s %s: %s", self.watch.gvk.kind, key, err)
 
         log.info(
@@ -207,21 +221,22 @@ class Reconciler:
             await self._write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "timed out", message)
-            return Outcome(error=message)
+            return Retry(message)
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
             if await self._edited(key, before[0], edits, message):
-                return Outcome()
+                return Done()
             await self._write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "error", message)
-            return Outcome(error=message)
+            return Retry(message)
 
         if result.error is not None and await self._edited(key, before[0], edits, result.error):
-            return Outcome()
+            return Done()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
-        if outcome.error is not None:
-            await self._event(obj, "Warning", "ReconcileFailed", outcome.error)
+        failed = isinstance(outcome, Retry)
+        if isinstance(outcome, Retry):
+            await self._event(obj, "Warning", "ReconcileFailed", outcome.reason)
         elif result.changed or _was_failing(obj):
             await self._event(
                 obj,
@@ -236,7 +251,7 @@ class Reconciler:
             "reconcile %s %s: %s in %.2f s (ok=%d changed=%d skipped=%d failed=%d)",
             self.watch.gvk.kind,
             key,
-            "failed" if outcome.error else "succeeded",
+            "failed" if failed else "succeeded",
             seconds,
             result.ok,
             result.changed,
@@ -244,7 +259,7 @@ class Reconciler:
             result.failures,
             extra={
                 **self._fields(key, deleting=deleting),
-                "result": "failed" if outcome.error else "succeeded",
+                "result": "failed" if failed else "succeeded",
                 "duration_s": round(seconds, 3),
                 "ok": result.ok,
                 "changed": result.changed,
@@ -313,7 +328,7 @@ class Reconciler:
         if result.error is not None:
             # No stats: nothing trustworthy to report; the status is left as it is.
             log.error("reconcile %s %s: %s", self.watch.gvk.kind, key, result.error)
-            return Outcome(error=result.error)
+            return Retry(result.error)
         ansible_result = conditions.AnsibleResult(
             ok=result.ok,
             changed=result.changed,
@@ -326,11 +341,11 @@ class Reconciler:
                 log.error("task failed: %s: %s", task.task, task.msg)
             message = result.failure_message
             await self._write_status(key, lambda st: self._failed(st, message, ansible_result))
-            return Outcome(error=message)
+            return Retry(message)
 
         if deleting and self.watch.finalizer is not None:
             await self._remove_finalizer(key, self.watch.finalizer.name)
-            return Outcome()
+            return Done()
 
         current = await self._write_status(
             key,
@@ -338,10 +353,10 @@ class Reconciler:
             known=self._read(key),
         )
         if current is not None and _meta(current).get("deletionTimestamp"):
-            return Outcome(requeue_after=DELETED_DURING_RUN_DELAY)
+            return RequeueAfter(DELETED_DURING_RUN_DELAY)
         if result.requeue_after is not None:
-            return Outcome(requeue_after=result.requeue_after)
-        return Outcome(requeue_after=per_cr.period if per_cr.period > 0 else None)
+            return RequeueAfter(result.requeue_after)
+        return RequeueAfter(per_cr.period) if per_cr.period > 0 else Done()
 
     async def _edited(
         self, key: NamespacedName, before: Mapping[str, Any] | None, edits: int, message: str
@@ -420,7 +435,9 @@ class Reconciler:
         )
 
     async def _remove_finalizer(self, key: NamespacedName, name: str) -> None:
-        for _ in range(_STATUS_WRITE_ATTEMPTS):
+        """Remove our finalizer, re-reading the CR on a conflict: a requeue would run the
+        finalizer's role again for a write that only lost a race."""
+        for attempt in range(1, _STATUS_WRITE_ATTEMPTS + 1):
             try:
                 obj = await self._get(key)
                 finalizers = list(_meta(obj).get("finalizers") or [])
@@ -431,9 +448,12 @@ class Reconciler:
                 return
             except NotFound:
                 return
-            except Conflict:
-                continue
-        raise APIError(409, "Conflict", f"could not remove finalizer {name} from {key}", {})
+            except Conflict as err:
+                if attempt == _STATUS_WRITE_ATTEMPTS:
+                    raise ReconcileError(
+                        f"could not remove finalizer {name} from {self.watch.gvk.kind} {key}: "
+                        f"it kept changing under {attempt} writes in a row"
+                    ) from err
 
     async def _get(self, key: NamespacedName) -> dict[str, Any]:
         return await self._client.get(
@@ -456,6 +476,7 @@ class Reconciler:
         API. (A copy that would need no write is confirmed against the API first.)"""
         if not self.watch.manage_status:
             return None
+        conflict: Conflict | None = None
         for _ in range(_STATUS_WRITE_ATTEMPTS):
             from_api = known is None
             if known is None:
@@ -478,17 +499,14 @@ class Reconciler:
                 )
             except NotFound:
                 return None
-            except Conflict:
-                continue
+            except Conflict as err:
+                conflict = err
         # Returning would report success with the conditions unwritten (the CR would
         # show its old state until the next period): the key is retried instead.
-        raise Conflict(
-            409,
-            "Conflict",
+        raise ReconcileError(
             f"the status of {self.watch.gvk.kind} {key} kept changing under "
-            f"{_STATUS_WRITE_ATTEMPTS} writes in a row; the reconcile is retried",
-            {},
-        )
+            f"{_STATUS_WRITE_ATTEMPTS} writes in a row; the reconcile is retried"
+        ) from conflict
 
 
 def _was_failing(obj: Mapping[str, Any]) -> bool:

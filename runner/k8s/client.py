@@ -95,6 +95,7 @@ class KubeClient:
         self._refresher = refresher
         self._discovery: dict[tuple[str, str], dict[str, APIResource]] = {}
         self._discovery_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._forwarding: aiohttp.ClientSession | None = None
 
     # -- connecting -------------------------------------------------------------------
 
@@ -136,6 +137,9 @@ class KubeClient:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._refresher
             self._refresher = None
+        if self._forwarding is not None:
+            await self._forwarding.close()
+            self._forwarding = None
         await self._api.close()
 
     async def __aenter__(self) -> KubeClient:
@@ -207,8 +211,10 @@ class KubeClient:
             kwargs["server_hostname"] = self.tls_server_name
         if getattr(conf, "proxy", None):
             kwargs["proxy"] = conf.proxy
+        if getattr(conf, "proxy_headers", None):
+            kwargs["proxy_headers"] = conf.proxy_headers
         try:
-            response: aiohttp.ClientResponse = await self._api.rest_client.pool_manager.request(
+            response: aiohttp.ClientResponse = await self._forwarding_session().request(
                 method,
                 self.server + path,
                 params=list(query),
@@ -220,6 +226,24 @@ class KubeClient:
         except _TRANSPORT_ERRORS as err:
             raise _unavailable(err) from err
         return response
+
+    def _forwarding_session(self) -> aiohttp.ClientSession:
+        """The connection pool `forward` sends on: our own, made like the library's own
+        pool (same TLS settings, connection limit, environment proxies and read buffer)
+        but not reached through its private attributes. Made on first use, inside the
+        running event loop."""
+        if self._forwarding is None or self._forwarding.closed:
+            conf = self._api.configuration
+            self._forwarding = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=conf.connection_pool_maxsize, ssl=self.ssl_context()
+                ),
+                trust_env=True,
+                # Watch events of large objects exceed aiohttp's default read buffer
+                # (etcd allows requests up to 1.5 MiB).
+                read_bufsize=2**21,
+            )
+        return self._forwarding
 
     # -- discovery --------------------------------------------------------------------
 

@@ -80,6 +80,12 @@ class OperatorMetrics:
             ["controller"],
             registry=r,
         )
+        self.terminal_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Reconciles that ended terminally (no retry until the object changes), per controller",
+            ["controller"],
+            registry=r,
+        )
         self.reconcile_time = Histogram(
             "controller_runtime_reconcile_time_seconds",
             "Reconcile duration per controller",
@@ -172,10 +178,17 @@ class ControllerMetrics:
         return time.monotonic()
 
     def finished(
-        self, gvk: GVK, started: float, *, result: str, manages_status: bool = True
+        self,
+        gvk: GVK,
+        started: float,
+        *,
+        result: str,
+        manages_status: bool = True,
+        terminal: bool = False,
     ) -> None:
         """`result`: success, error, requeue_after (controller-runtime's labels);
-        `manages_status`: the watch's `manageStatus`."""
+        `manages_status`: the watch's `manageStatus`; `terminal`: an error that is not
+        retried (counted as an error too, as controller-runtime does)."""
         seconds = time.monotonic() - started
         self._active.dec()
         self._m.work_duration.labels(name=self.name).observe(seconds)
@@ -183,6 +196,8 @@ class ControllerMetrics:
         self._m.reconcile_total.labels(controller=self.name, result=result).inc()
         if result == "error":
             self._m.reconcile_errors.labels(controller=self.name).inc()
+        if terminal:
+            self._m.terminal_errors.labels(controller=self.name).inc()
         gvk_label = str(gvk)
         self._m.reconciles.labels(GVK=gvk_label).observe(seconds)
         if manages_status:

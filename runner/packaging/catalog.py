@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner import yamlwriter
 from runner.errors import ConfigError
 from runner.packaging import olm, versions, yamlio
 from runner.packaging.csv import operator_image
 from runner.packaging.kustomize import image_name
 from runner.packaging.loader import LoadedBundle
+from runner.yamlwriter import CANONICAL
 
 Obj = dict[str, Any]
 OPM_IMAGE = "quay.io/operator-framework/opm:v1.73.0"
@@ -218,7 +220,7 @@ def sort_documents(documents: list[Obj]) -> list[Obj]:
 def render(documents: list[Obj], *, fmt: str = "yaml") -> str:
     if fmt == "json":
         return "".join(json.dumps(d, indent=4, sort_keys=True) + "\n" for d in documents)
-    return yamlio.dump_all(documents)
+    return yamlwriter.dump_all(documents, style=CANONICAL)
 
 
 def catalog_dockerfile(catalog_dir: str) -> str:

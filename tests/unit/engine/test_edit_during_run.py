@@ -13,6 +13,7 @@ from support.fake_api import FakeAPI, one_cr
 
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
+from runner.engine.outcome import Done, Retry
 from runner.engine.reconciler import Reconciler, RunSettings
 from runner.status.conditions import AnsibleResult, running, succeeded
 from runner.structs import GVK, NamespacedName
@@ -61,13 +62,13 @@ def reconcile(*, edited: bool) -> tuple[Any, dict[str, Any]]:
 
 def test_the_status_from_before_the_run_comes_back_and_no_error_is_counted() -> None:
     outcome, status = reconcile(edited=True)
-    assert outcome.error is None
+    assert outcome == Done()
     assert status["conditions"] == SETTLED["conditions"]
 
 
 def test_without_an_edit_the_run_is_an_error_and_the_status_says_running() -> None:
     outcome, status = reconcile(edited=False)
-    assert outcome.error is not None
+    assert isinstance(outcome, Retry)
     reasons = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
     assert reasons["Running"] == ("True", "Running")
     assert reasons["Successful"][0] == "False"
