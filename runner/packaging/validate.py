@@ -10,10 +10,12 @@ rules on the CSV itself live in csvcheck.py, the RBAC scan in rbaccheck.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from runner.packaging import csvcheck, olm, rbaccheck
+from runner.errors import ConfigError
+from runner.packaging import csvcheck, olm, olmv1check, rbaccheck
 from runner.packaging.findings import Finding, error, warning
 from runner.packaging.loader import LoadedBundle, load_bundle
 from runner.structs import bodies
@@ -243,9 +245,26 @@ def _rbac(bundle: LoadedBundle, csv: Obj, project: Path) -> list[Finding]:
     return rbaccheck.check_uses(rbaccheck.scan_project(project), rules, plurals)
 
 
-def validate_loaded(bundle: LoadedBundle, *, project: Path | None = None) -> list[Finding]:
-    """Every rule on a loaded bundle; `project` (with watches.yaml, roles/) adds the RBAC scan."""
+# The rule suites a user selects (`bundle validate --suite`): OLM v0's rules on the
+# registry+v1 format, and those plus what OLM v1 refuses (olmv1check.py).
+SUITES = ("olm-v0", "olm-v1")
+
+
+def validate_loaded(
+    bundle: LoadedBundle,
+    *,
+    project: Path | None = None,
+    suite: str = "olm-v0",
+    others: Iterable[LoadedBundle] = (),
+) -> list[Finding]:
+    """Every rule of `suite` on a loaded bundle; `project` (with watches.yaml, roles/)
+    adds the RBAC scan; `others` are bundles of other extensions (the `olm-v1` suite
+    refuses objects shared with them)."""
+    if suite not in SUITES:
+        raise ConfigError(f"--suite {suite!r}: one of {', '.join(SUITES)}")
     found = [*_objects(bundle), *_annotations(bundle), *_dockerfile(bundle)]
+    if suite == "olm-v1":
+        found += olmv1check.check_bundle(bundle, others)
     package = (bundle.annotations or {}).get(olm.PACKAGE)
     for file, csv in bundle.csvs:
         found += csvcheck.check_csv(file, csv, package=package)
@@ -263,6 +282,17 @@ def default_project(directory: Path) -> Path | None:
 
 
 def validate_bundle(
-    directory: Path, *, project: Path | None = None, dockerfile: Path | None = None
+    directory: Path,
+    *,
+    project: Path | None = None,
+    dockerfile: Path | None = None,
+    suite: str = "olm-v0",
+    others: Iterable[Path] = (),
 ) -> list[Finding]:
-    return validate_loaded(load_bundle(directory, dockerfile=dockerfile), project=project)
+    other_bundles = [load_bundle(path) for path in others]
+    return validate_loaded(
+        load_bundle(directory, dockerfile=dockerfile),
+        project=project,
+        suite=suite,
+        others=other_bundles,
+    )
