@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
@@ -25,14 +25,10 @@ from runner.k8s.informer import DELETED, Informer
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import ControllerMetrics, OperatorMetrics
 from runner.structs import NamespacedName
+from runner.structs.bodies import object_key
 from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.controller")
-
-
-def object_key(obj: Mapping[str, Any]) -> NamespacedName:
-    meta = obj.get("metadata") or {}
-    return NamespacedName(namespace=str(meta.get("namespace") or ""), name=str(meta["name"]))
 
 
 class Controller:

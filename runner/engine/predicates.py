@@ -11,21 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.labelselector import LabelSelector, selector_matches
-
-
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = (obj or {}).get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
-    labels = _meta(obj).get("labels")
-    return labels if isinstance(labels, Mapping) else {}
+from runner.structs import bodies
 
 
 def selected(obj: Mapping[str, Any], selector: LabelSelector | None) -> bool:
     """True when the watch's selector (None: everything) selects `obj` by its labels."""
-    return selector_matches(selector, _labels(obj))
+    return selector_matches(selector, bodies.labels(obj))
 
 
 def should_reconcile(
@@ -46,7 +37,7 @@ def should_reconcile(
         return True
     if not selected(old, selector):
         return True
-    new_meta, old_meta = _meta(new), _meta(old)
+    new_meta, old_meta = bodies.metadata(new), bodies.metadata(old)
     generation = new_meta.get("generation")
     if generation is None or generation != old_meta.get("generation"):
         return True

@@ -30,7 +30,8 @@ from runner.k8s.errors import Conflict, NotFound
 from runner.observability.events import EventRecorder
 from runner.redact import redact_message
 from runner.status import conditions
-from runner.structs import NamespacedName
+from runner.structs import NamespacedName, bodies
+from runner.structs.bodies import object_key
 from runner.vars import build_extra_vars
 from runner.watches import Watch, env_suffix
 
@@ -79,14 +80,9 @@ class _PerCR:
     max_artifacts: int
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return dict(meta) if isinstance(meta, Mapping) else {}
-
-
 def per_cr_settings(watch: Watch, obj: Mapping[str, Any]) -> _PerCR:
     """Apply the per-CR annotations; raise ValueError naming the bad annotation."""
-    annotations = _meta(obj).get("annotations") or {}
+    annotations = bodies.annotations(obj)
     period = watch.reconcile_period
     verbosity = watch.ansible_verbosity
     max_artifacts = watch.max_runner_artifacts
@@ -174,10 +170,9 @@ class Reconciler:
             log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
             await self._backend.forget(self.watch.gvk, key.namespace, key.name)
             return Done()
-        meta = _meta(obj)
         finalizer = self.watch.finalizer
-        finalizers = list(meta.get("finalizers") or [])
-        deleting = bool(meta.get("deletionTimestamp"))
+        finalizers = bodies.finalizers(obj)
+        deleting = bool(bodies.deletion_timestamp(obj))
         if deleting and (finalizer is None or finalizer.name not in finalizers):
             log.debug("%s %s is being deleted without our finalizer", self.watch.gvk.kind, key)
             return Done()
@@ -351,7 +346,7 @@ class Reconciler:
             lambda st: conditions.succeeded(st, result=ansible_result, now=_now()),
             known=self._read(key),
         )
-        if current is not None and _meta(current).get("deletionTimestamp"):
+        if current is not None and bodies.deletion_timestamp(current):
             return RequeueAfter(DELETED_DURING_RUN_DELAY)
         if result.requeue_after is not None:
             return RequeueAfter(result.requeue_after)
@@ -390,7 +385,6 @@ class Reconciler:
 
     def _request(self, obj: Mapping[str, Any], per_cr: _PerCR, *, deleting: bool) -> RunRequest:
         watch = self.watch
-        meta = _meta(obj)
         finalizer = watch.finalizer if deleting else None
         role, playbook = watch.role, watch.playbook
         if finalizer is not None and (finalizer.role or finalizer.playbook):
@@ -405,8 +399,8 @@ class Reconciler:
             envvars["KUBECONFIG"] = self._settings.kubeconfig
         return RunRequest(
             gvk=watch.gvk,
-            namespace=str(meta.get("namespace") or ""),
-            name=str(meta.get("name") or ""),
+            namespace=bodies.namespace(obj),
+            name=bodies.name(obj),
             extravars=extravars,
             role=Path(role) if role else None,
             playbook=Path(playbook) if playbook else None,
@@ -420,15 +414,18 @@ class Reconciler:
     # -- API writes -----------------------------------------------------------------
 
     async def _set_finalizers(self, obj: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-        meta = _meta(obj)
+        key = object_key(obj)
         # The resourceVersion makes the merge patch fail on a concurrent change instead of
         # silently dropping someone else's finalizer.
         return await self._client.patch(
             self.watch.gvk,
-            name=str(meta["name"]),
-            namespace=meta.get("namespace") or None,
+            name=key.name,
+            namespace=key.namespace or None,
             body={
-                "metadata": {"finalizers": names, "resourceVersion": meta.get("resourceVersion")}
+                "metadata": {
+                    "finalizers": names,
+                    "resourceVersion": bodies.resource_version(obj) or None,
+                }
             },
         )
 
@@ -438,7 +435,7 @@ class Reconciler:
         for attempt in range(1, _STATUS_WRITE_ATTEMPTS + 1):
             try:
                 obj = await self._get(key)
-                finalizers = list(_meta(obj).get("finalizers") or [])
+                finalizers = bodies.finalizers(obj)
                 if name not in finalizers:
                     return
                 await self._set_finalizers(obj, [f for f in finalizers if f != name])

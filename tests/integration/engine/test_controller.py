@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from support.engine import Engine, condition, failed, held, ok, until
 
+from runner.engine import reconciler
 from runner.engine.controller import Controller
 from runner.k8s.client import KubeClient
+from runner.k8s.errors import NotFound
 from runner.labelselector import parse_label_selector
 from runner.structs import GVK
 from runner.watches import Finalizer
@@ -202,3 +204,29 @@ async def test_the_selector_leaves_unlabelled_crs_alone_until_their_labels_match
     await engine.patch("other", {"metadata": {"labels": {"team": "a"}}})
     await until(reconciled(controller, 2), message="the CR whose labels now match")
     assert engine.backend.runs("other") == 1
+
+
+@pytest.mark.parametrize("finalizer", [False, True], ids=["no-finalizer", "finalizer"])
+async def test_a_cr_deleted_while_its_run_is_in_flight(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, finalizer: bool
+) -> None:
+    # A CR found deleted after its run is looked at again this soon (5 s in the operator).
+    monkeypatch.setattr(reconciler, "DELETED_DURING_RUN_DELAY", 0.2)
+    name = "engine.test.example.com/cleanup"
+    gate = asyncio.Event()
+    engine.backend.script("victim", held(gate))
+    controller = await engine.controller(
+        reconcile_period=0,
+        finalizer=Finalizer(name=name, vars={"cleaning": True}) if finalizer else None,
+    )
+    await engine.create("victim")
+    await until(lambda: engine.backend.in_flight == 1, message="the run started")
+    await engine.delete("victim")
+    gate.set()
+
+    await until(lambda: engine.key("victim") in engine.backend.forgotten, message="forgotten")
+    with pytest.raises(NotFound):
+        await engine.get("victim")
+    assert engine.metric("workqueue_retries_total", name=controller.name) == 0, "no error"
+    runs = [request.extravars.get("cleaning") for request in engine.backend.requests]
+    assert runs == ([None, True] if finalizer else [None]), "the finalizer's run, once"
