@@ -58,6 +58,8 @@ class Manager:
         self._events = events
         self.on_controller: Callable[[Controller], None] = lambda _controller: None
         """Called with every controller before it starts (the proxy shares its cache)."""
+        self.on_controller_stopped: Callable[[Controller], None] = lambda _controller: None
+        """Called with every controller a live reload stops, as it starts stopping."""
         self.controllers = [self._make(watch) for watch in watches]
 
     def _make(self, watch: Watch) -> Controller:
@@ -89,6 +91,7 @@ class Manager:
         if controller is None:
             return
         self.controllers.remove(controller)
+        self.on_controller_stopped(controller)
         await controller.stop(timeout=self._graceful)
 
     async def replace(self, watch: Watch) -> None:

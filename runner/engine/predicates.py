@@ -14,6 +14,11 @@ from runner.labelselector import LabelSelector, selector_matches
 from runner.structs import bodies
 
 
+def selected(obj: Mapping[str, Any], selector: LabelSelector | None) -> bool:
+    """True when the watch's selector (None: everything) selects `obj` by its labels."""
+    return selector_matches(selector, bodies.labels(obj))
+
+
 def should_reconcile(
     event: str,
     new: Mapping[str, Any],
@@ -23,14 +28,14 @@ def should_reconcile(
     watch_annotations: bool,
 ) -> bool:
     """True when the event should put the object's key on the work queue."""
-    matches = selector_matches(selector, bodies.labels(new))
+    matches = selected(new, selector)
     if event == "DELETED":
         return matches
     if not matches:
         return False
     if event == "ADDED" or old is None:
         return True
-    if not selector_matches(selector, bodies.labels(old)):
+    if not selected(old, selector):
         return True
     new_meta, old_meta = bodies.metadata(new), bodies.metadata(old)
     generation = new_meta.get("generation")

@@ -46,8 +46,9 @@ class DependentWatches:
         if (dependent, primary) in self._pairs:
             return
         self._pairs.add((dependent, primary))
-        informer = self._cache.informer(dependent)
-        informer.add_handler(self._handler(primary, primary_namespaced=primary_namespaced))
+        self._cache.add_handler(
+            dependent, self._handler(primary, primary_namespaced=primary_namespaced)
+        )
         log.info("watching %s as dependents of %s", dependent, primary)
 
     def _handler(
