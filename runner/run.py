@@ -53,7 +53,7 @@ from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
 from runner.webhookserver import runtime as webhook_runtime
 
 log = logging.getLogger("ansible-operator")
@@ -199,13 +199,12 @@ def search_paths(environ: Mapping[str, str]) -> list[Path]:
 
 def owner_of(obj: Mapping[str, Any]) -> Owner:
     """The owner identity of a CR, as its runs' kubeconfigs carry it."""
-    meta = obj.get("metadata") or {}
     return Owner(
         api_version=str(obj.get("apiVersion") or ""),
         kind=str(obj.get("kind") or ""),
-        name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
-        namespace=str(meta.get("namespace") or ""),
+        name=bodies.name(obj),
+        uid=bodies.uid(obj),
+        namespace=bodies.namespace(obj),
     )
 
 
@@ -387,10 +386,11 @@ async def _serve(
             events=EventRecorder(client),
             leader=LeaderElector(client, leadership) if leadership else None,
         )
-        manager.on_controller = lambda controller: cache.adopt(controller.informer)
+        share_informers(manager, cache)
         if args.reload or environ.get("ANSIBLE_OPERATOR_RELOAD", "").lower() in ("1", "true"):
             reloader = Reloader(
                 manager,
+                client=client,
                 watches_file=Path(args.watches_file),
                 load_watches=load_watches,
                 shared_paths=search_paths(environ),
@@ -419,6 +419,13 @@ async def _serve(
             loop.add_signal_handler(signum, stop.set)
         return await manager.run(stop)
     return 0  # not reached: the stack's body returns
+
+
+def share_informers(manager: Manager, cache: InformerCache) -> None:
+    """The proxy's cache serves each primary kind from its controller's informer, from the
+    controller's start until a live reload stops it."""
+    manager.on_controller = lambda controller: cache.adopt(controller.informer)
+    manager.on_controller_stopped = lambda controller: cache.release(controller.informer)
 
 
 async def _prefetch_discovery(client: KubeClient, kinds: Sequence[tuple[str, str]]) -> None:
