@@ -9,7 +9,7 @@ from typing import Any
 from runner.cpulimit import available_cpus
 from runner.durations import parse_duration
 from runner.observability.logging import level_from_flag
-from runner.webhooks import runtime as webhook_runtime
+from runner.webhookserver import runtime as webhook_runtime
 
 
 def _bool(text: str) -> bool:
