@@ -49,7 +49,7 @@ from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.settings import Settings
 from runner.structs import GVK, NamespacedName, bodies
-from runner.webhooks import runtime as webhook_runtime
+from runner.webhookserver import runtime as webhook_runtime
 
 log = logging.getLogger("ansible-operator")
 

@@ -29,7 +29,7 @@ from runner.settings import (
     duration,
     watch_namespaces,
 )
-from runner.webhooks import runtime as webhook_runtime
+from runner.webhookserver import runtime as webhook_runtime
 
 __all__ = [
     "DefaultsFormatter",

@@ -16,7 +16,7 @@ from runner.ansible.backend import LogEvents
 from runner.durations import parse_duration
 from runner.engine.leader import LeaderSettings
 from runner.errors import ConfigError
-from runner.webhooks.runtime import WebhookSettings
+from runner.webhookserver.runtime import WebhookSettings
 
 __all__ = [
     "LoggingSettings",

@@ -21,6 +21,7 @@ from runner.packaging import olm, versions
 from runner.packaging.kustomize import pod_spec
 from runner.packaging.project import Obj, ProjectInputs, name_of
 from runner.packaging.rbac import PermissionSplit, split_permissions
+from runner.packaging.webhookdefs import webhook_definitions
 from runner.structs import bodies
 
 WATCH_NAMESPACE = "WATCH_NAMESPACE"
@@ -187,6 +188,9 @@ def build_csv(
     images = related_images(deployments)
     if images:
         spec["relatedImages"] = images
+    webhooks = webhook_definitions(inputs)
+    if webhooks:
+        spec["webhookdefinitions"] = webhooks
 
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     annotations.pop("createdAt", None)

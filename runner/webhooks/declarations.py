@@ -146,6 +146,7 @@ class _Context:
     base_dir: Path
     roles_path: tuple[Path, ...]
     collections_path: tuple[Path, ...]
+    check_paths: bool = True
 
 
 def _search_path(
@@ -187,9 +188,11 @@ def _target(
         raise FieldError(path, "set one of role or playbook, not both")
     if playbook:
         found = Path(os.path.normpath(ctx.base_dir / playbook))
-        if not found.is_file():
+        if ctx.check_paths and not found.is_file():
             raise FieldError((*path, "playbook"), f"{playbook} was not found (looked for {found})")
         return None, found
+    if role and not ctx.check_paths:
+        return Path(os.path.normpath(ctx.base_dir / "roles" / role)), None
     if role:
         candidates = role_candidates(
             role,
@@ -351,13 +354,17 @@ def parse(
     source: str,
     environ: Mapping[str, str],
     base_dir: Path,
+    check_paths: bool = True,
 ) -> tuple[Webhook, ...]:
     """Parse and validate webhooks.yaml text; raise ConfigError with one precise message.
 
     Roles are looked up as watches.yaml's are (`ANSIBLE_ROLES_PATH`, collections, then
-    `<base_dir>/roles`); `${VAR}` is expanded from `environ` first, as there.
+    `<base_dir>/roles`); `${VAR}` is expanded from `environ` first, as there. Without
+    `check_paths` (scaffolding, where the roles may not be written yet) a role is taken
+    to be `<base_dir>/roles/<name>` and nothing is looked up.
     """
     ctx = _Context(
+        check_paths=check_paths,
         base_dir=base_dir,
         roles_path=_search_path(environ, "ANSIBLE_ROLES_PATH", (), base_dir),
         collections_path=_search_path(

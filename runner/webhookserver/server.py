@@ -24,7 +24,7 @@ from aiohttp import web
 
 from runner.redact import MESSAGE_LIMIT, redact_message
 from runner.webhooks.declarations import Webhook, conversion_path
-from runner.webhooks.roles import WebhookFailure, WebhookRunner
+from runner.webhookserver.roles import WebhookFailure, WebhookRunner
 
 __all__ = ["CERT_FILE", "KEY_FILE", "CertificateReloader", "WebhookServer"]
 

@@ -22,7 +22,7 @@ import hashlib
 import ipaddress
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,11 +36,12 @@ from runner.k8s.client import KubeClient
 from runner.k8s.errors import Conflict, NotFound
 from runner.structs import GVK
 from runner.webhooks.declarations import Webhook
-from runner.webhooks.server import CERT_FILE, KEY_FILE
+from runner.webhooks.manifests import admission_configuration, conversion
+from runner.webhookserver.server import CERT_FILE, KEY_FILE
 
 __all__ = [
     "DevRegistration",
-    "admission_configuration",
+    "configuration_name",
     "is_loopback_server",
     "write_dev_certificates",
 ]
@@ -51,7 +52,6 @@ VALIDATING = GVK("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfigu
 MUTATING = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
 CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
 _VALIDITY = datetime.timedelta(days=30)
-LABEL = "ansible-operator.operatorframework.io/run"
 
 
 def is_loopback_server(url: str) -> bool:
@@ -139,55 +139,6 @@ def configuration_name(project: Path) -> str:
     slug = re.sub(r"[^a-z0-9-]+", "-", project.name.lower()).strip("-")[:40] or "operator"
     digest = hashlib.sha256(str(project).encode()).hexdigest()[:8]
     return f"{slug}-{digest}-dev"
-
-
-def admission_configuration(
-    kind: str,
-    webhooks: Sequence[Webhook],
-    *,
-    name: str,
-    plurals: Mapping[GVK, str],
-    client_config: Mapping[str, Any],
-    path_in_url: bool,
-) -> dict[str, Any]:
-    """A Validating- or MutatingWebhookConfiguration for `webhooks` (all of one type).
-
-    `client_config` is the part every webhook shares (`url` or `service`, `caBundle`); with
-    `path_in_url` each webhook's path is appended to the URL, else set as the service's."""
-    items = []
-    for webhook in webhooks:
-        config = dict(client_config)
-        if path_in_url:
-            config["url"] = str(config["url"]).rstrip("/") + webhook.path
-        else:
-            config["service"] = {**config["service"], "path": webhook.path}
-        item: dict[str, Any] = {
-            "name": webhook.name,
-            "admissionReviewVersions": ["v1"],
-            "clientConfig": config,
-            "failurePolicy": webhook.failure_policy,
-            "sideEffects": webhook.side_effects,
-            "timeoutSeconds": webhook.timeout_seconds,
-            "matchPolicy": "Equivalent",
-            "rules": [
-                {
-                    "apiGroups": [webhook.gvk.group],
-                    "apiVersions": [webhook.gvk.version],
-                    "operations": list(webhook.operations),
-                    "resources": [plurals[webhook.gvk]],
-                    "scope": "*",
-                }
-            ],
-        }
-        if webhook.type == "mutating":
-            item["reinvocationPolicy"] = "Never"
-        items.append(item)
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": kind,
-        "metadata": {"name": name, "labels": {LABEL: "true"}},
-        "webhooks": items,
-    }
 
 
 class DevRegistration:
@@ -292,18 +243,12 @@ class DevRegistration:
         previous_url = str((before.get("webhook") or {}).get("clientConfig", {}).get("url", ""))
         if is_loopback_server(previous_url):
             before = {"strategy": "None"}  # our own leftover from a killed run
-        conversion = {
-            "strategy": "Webhook",
-            "webhook": {
-                "clientConfig": {"url": self._url + webhook.path, "caBundle": self._ca},
-                "conversionReviewVersions": ["v1"],
-            },
-        }
+        wanted = conversion({"url": self._url + webhook.path, "caBundle": self._ca})
         await self._client.patch(
             CRD,
             name=name,
             namespace=None,
-            body=[{"op": "replace", "path": "/spec/conversion", "value": conversion}],
+            body=[{"op": "replace", "path": "/spec/conversion", "value": wanted}],
             patch_type="json",
         )
         self._conversions[name] = before

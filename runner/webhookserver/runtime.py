@@ -22,10 +22,11 @@ from runner.ansible.backend import LogEvents, RunnerBackend
 from runner.ansible.fast import FastBackend
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
-from runner.webhooks import declarations, devsetup
+from runner.webhooks import declarations
 from runner.webhooks.declarations import Webhook
-from runner.webhooks.roles import RunOptions, WebhookMetrics, WebhookRunner
-from runner.webhooks.server import CERT_FILE, CertificateReloader, WebhookServer
+from runner.webhookserver import devsetup
+from runner.webhookserver.roles import RunOptions, WebhookMetrics, WebhookRunner
+from runner.webhookserver.server import CERT_FILE, CertificateReloader, WebhookServer
 
 __all__ = [
     "BackendChoice",
