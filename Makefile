@@ -151,6 +151,13 @@ test-olm-images: venv ## only OLM v0 and v1 from images (a private cluster with 
 test-unit: venv ## only the tests that need no cluster
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
+# The inner loop: unit tests and the in-process engine tier (the real engine against the
+# real API server, a scripted Ansible backend); the local cluster is reused or started,
+# or $ANSIBLE_OPERATOR_TEST_KUBECONFIG names another.
+.PHONY: test-fast
+test-fast: venv ## unit tests + the in-process engine tier (a few minutes; the inner loop)
+	$(BIN)/pytest tests/unit tests/integration/engine $(DURATIONS) $(PYTEST_ARGS)
+
 .PHONY: cluster-up
 cluster-up: venv ## start the local control plane (builds it the first time)
 	$(OPERATOR) cluster up
@@ -172,7 +179,7 @@ clean: ## remove the virtualenv and local state (keeps the binary cache in ~/.ca
 	-$(OPERATOR) cluster down 2>/dev/null
 	rm -rf $(VENV) $(CORE218_VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
 
-# bench/compare.py's options for its three runs in `make bench`: N CRs at once
+# bench/compare's options for its three runs in `make bench`: N CRs at once
 # (COMPARE_ARGS, e.g. '--counts 1,20'), one CR at a time (LATENCY_ARGS) and 5,000 CRs
 # existing at start-up (SCALE_ARGS; Go gets 40 minutes, about what it needs here).
 COMPARE_ARGS ?=
@@ -186,9 +193,9 @@ $(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
 .PHONY: bench
 bench: venv bench-compare-deps ## reconcile benchmark (N=50), then ours vs the Go ansible-operator (about 75 min)
 	$(BIN)/python bench/reconcile.py
-	$(BIN)/python bench/compare.py $(COMPARE_ARGS)
-	$(BIN)/python bench/compare.py --mode latency $(LATENCY_ARGS)
-	$(BIN)/python bench/compare.py --mode scale $(SCALE_ARGS)
+	$(BIN)/python -m bench.compare $(COMPARE_ARGS)
+	$(BIN)/python -m bench.compare --mode latency $(LATENCY_ARGS)
+	$(BIN)/python -m bench.compare --mode scale $(SCALE_ARGS)
 	$(BIN)/python bench/charts.py
 
 .PHONY: bench-charts
@@ -196,8 +203,8 @@ bench-charts: bench-compare-deps ## charts (SVG) of bench/results/compare-*.json
 	$(BIN)/python bench/charts.py
 
 .PHONY: bench-compare
-bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench/compare.py, COMPARE_ARGS)
-	$(BIN)/python bench/compare.py $(COMPARE_ARGS)
+bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench/compare, COMPARE_ARGS)
+	$(BIN)/python -m bench.compare $(COMPARE_ARGS)
 
 .PHONY: bench-compare-deps
 bench-compare-deps: $(VENV)/.bench-installed

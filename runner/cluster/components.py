@@ -195,7 +195,7 @@ def opm_edits(registry: GoModule, base: Path) -> tuple[SourceEdit, ...]:
 
 
 def go_ansible_operator(root: Path | None = None) -> Component:
-    """The Go ansible-operator (operator-sdk's), which bench/compare.py measures ours against.
+    """The Go ansible-operator (operator-sdk's), which bench/compare measures ours against.
 
     Not one of `tools()`: only the comparison benchmark needs it, so `cluster up
     --build-only` and `cluster tools` do not build it.

@@ -26,6 +26,7 @@ from runner.packaging import olm
 from runner.packaging.csv import BundleOptions, build_csv
 from runner.packaging.project import Obj, ProjectInputs, group_of, name_of
 from runner.packaging.rbac import split_permissions
+from runner.packaging.webhookdefs import bundle_inputs
 from runner.yamlwriter import CANONICAL
 
 DOCKERFILE = "bundle.Dockerfile"
@@ -146,6 +147,7 @@ def render_bundle(
     """Every file of the bundle, keyed by path relative to the bundle's parent directory."""
     split = split_permissions(inputs)
     csv = build_csv(inputs, options, split)
+    inputs = bundle_inputs(inputs)  # OLM provides the webhooks' objects (webhookdefs.py)
     manifests: dict[str, str] = {
         f"{options.package}.clusterserviceversion.yaml": yamlwriter.dump(csv, style=CANONICAL),
     }

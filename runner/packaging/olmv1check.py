@@ -23,6 +23,7 @@ from runner.errors import ConfigError
 from runner.packaging import olm, yamlio
 from runner.packaging.findings import Finding, error
 from runner.packaging.loader import LoadedBundle
+from runner.structs import bodies
 
 Obj = dict[str, Any]
 DEPENDENCIES_FILE = "metadata/dependencies.yaml"
@@ -113,7 +114,7 @@ def _deployments(csv: Obj) -> list[Obj]:
 def operator_conditions(bundle: LoadedBundle, file: str, csv: Obj) -> list[Finding]:
     found: list[Finding] = []
     for manifest, obj in bundle.objects("OperatorCondition"):
-        name = (obj.get("metadata") or {}).get("name")
+        name = bodies.metadata(obj).get("name")
         found.append(
             error(manifest, "kind", f"OperatorCondition {name}: OLM v1 has no OperatorConditions")
         )
@@ -165,7 +166,7 @@ def _owned_objects(bundle: LoadedBundle) -> dict[tuple[str, str], str]:
                 if isinstance(crd, dict) and crd.get("name"):
                     owned.setdefault(("CustomResourceDefinition", str(crd["name"])), file)
             continue
-        name = (obj.get("metadata") or {}).get("name")
+        name = bodies.metadata(obj).get("name")
         if name:
             owned[(kind, str(name))] = file
     return owned

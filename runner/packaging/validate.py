@@ -18,6 +18,7 @@ from runner.errors import ConfigError
 from runner.packaging import csvcheck, olm, olmv1check, rbaccheck
 from runner.packaging.findings import Finding, error, warning
 from runner.packaging.loader import LoadedBundle, load_bundle
+from runner.structs import bodies
 
 Obj = dict[str, Any]
 ANNOTATIONS_FILE = "metadata/annotations.yaml"
@@ -105,7 +106,7 @@ def _objects(bundle: LoadedBundle) -> list[Finding]:
             found.append(
                 error(manifest.file, "kind", f"{kind} is not allowed in a registry+v1 bundle")
             )
-        meta = obj.get("metadata") or {}
+        meta = bodies.metadata(obj)
         if not meta.get("name") and not meta.get("generateName"):
             found.append(error(manifest.file, "metadata.name", "required field missing"))
         for key, value in (meta.get("labels") or {}).items():
@@ -136,7 +137,7 @@ def _crd_structure(file: str, crd: Obj) -> list[Finding]:
     group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
     if not group or not plural or not kind:
         found.append(error(file, "spec", "group, names.plural and names.kind are required"))
-    elif (crd.get("metadata") or {}).get("name") != f"{plural}.{group}":
+    elif bodies.metadata(crd).get("name") != f"{plural}.{group}":
         found.append(error(file, "metadata.name", f"must be {plural}.{group}"))
     crd_versions = spec.get("versions") or []
     if not crd_versions:
@@ -173,7 +174,7 @@ def _crds(bundle: LoadedBundle, csv_file: str, csv: Obj) -> list[Finding]:
             )
             continue
         crd_file, crd = by_key[(group, kind)]
-        if (crd.get("metadata") or {}).get("name") != name:
+        if bodies.metadata(crd).get("name") != name:
             found.append(
                 error(
                     csv_file,
@@ -222,7 +223,7 @@ def _service_accounts(bundle: LoadedBundle, csv: Obj) -> list[Finding]:
             "remove this manifest",
         )
         for file, sa in bundle.objects("ServiceAccount")
-        if (sa.get("metadata") or {}).get("name") in accounts
+        if bodies.metadata(sa).get("name") in accounts
     ]
 
 

@@ -10,10 +10,12 @@ import logging
 from typing import Any
 
 import pytest
-from support.engine import Engine, condition, failed, held, ok, until
+from support.engine import Engine, Step, condition, failed, held, no_result, ok, until
 
+from runner.engine import reconciler
 from runner.engine.controller import Controller
 from runner.k8s.client import KubeClient
+from runner.k8s.errors import NotFound
 from runner.labelselector import parse_label_selector
 from runner.structs import GVK
 from runner.watches import Finalizer
@@ -202,3 +204,57 @@ async def test_the_selector_leaves_unlabelled_crs_alone_until_their_labels_match
     await engine.patch("other", {"metadata": {"labels": {"team": "a"}}})
     await until(reconciled(controller, 2), message="the CR whose labels now match")
     assert engine.backend.runs("other") == 1
+
+
+@pytest.mark.parametrize("finalizer", [False, True], ids=["no-finalizer", "finalizer"])
+async def test_a_cr_deleted_while_its_run_is_in_flight(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, finalizer: bool
+) -> None:
+    # A CR found deleted after its run is looked at again this soon (5 s in the operator).
+    monkeypatch.setattr(reconciler, "DELETED_DURING_RUN_DELAY", 0.2)
+    name = "engine.test.example.com/cleanup"
+    gate = asyncio.Event()
+    engine.backend.script("victim", held(gate))
+    controller = await engine.controller(
+        reconcile_period=0,
+        finalizer=Finalizer(name=name, vars={"cleaning": True}) if finalizer else None,
+    )
+    await engine.create("victim")
+    await until(lambda: engine.backend.in_flight == 1, message="the run started")
+    await engine.delete("victim")
+    gate.set()
+
+    await until(lambda: engine.key("victim") in engine.backend.forgotten, message="forgotten")
+    with pytest.raises(NotFound):
+        await engine.get("victim")
+    assert engine.metric("workqueue_retries_total", name=controller.name) == 0, "no error"
+    runs = [request.extravars.get("cleaning") for request in engine.backend.requests]
+    assert runs == ([None, True] if finalizer else [None]), "the finalizer's run, once"
+
+
+def raising(error: Exception) -> Step:
+    """A run that fails in a way nobody planned for (a bug)."""
+
+    async def step(_request: Any) -> Any:
+        raise error
+
+    return step
+
+
+async def test_a_bug_in_one_reconcile_is_retried_and_the_others_go_on(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine.backend.script("broken", raising(RuntimeError("a bug")))
+    engine.backend.script("missing", no_result("role: /scripted/role was not found"))
+    controller = await engine.controller(reconcile_period=0, max_concurrent_reconciles=2)
+    for name in ("broken", "missing", "fine"):
+        await engine.create(name)
+
+    await until(reconciled(controller, 5), message="the two retries and the good CR")
+    assert engine.backend.runs("broken") == engine.backend.runs("missing") == 2
+    assert engine.metric("workqueue_retries_total", name=controller.name) == 2
+    for name in ("broken", "missing", "fine"):
+        found = condition(await engine.get(name), "Successful")
+        assert found is not None and found["status"] == "True", name
+    tracebacks = [r.getMessage() for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 1 and "broken" in tracebacks[0], "only the bug has a traceback"

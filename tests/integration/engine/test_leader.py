@@ -124,3 +124,35 @@ async def test_a_released_lease_goes_to_the_standby_at_its_next_retry(
     assert standby.is_leader and not leader.is_leader
     # At the standby's next retry, not once the 15 s lease duration has run out.
     assert time.monotonic() - started < 2
+
+
+async def test_a_vanished_leader_is_replaced_once_its_lease_has_expired(
+    client: KubeClient, namespace: str
+) -> None:
+    def settings() -> LeaderSettings:
+        return LeaderSettings(
+            name="vanished",
+            namespace=namespace,
+            lease_duration=2,
+            renew_deadline=1.5,
+            retry_period=0.2,
+        )
+
+    leader, standby = LeaderElector(client, settings()), LeaderElector(client, settings())
+    await leader.acquire()
+    holding = asyncio.create_task(leader.hold(lambda: None))
+    waiting = asyncio.create_task(standby.acquire())
+    try:
+        await until(lambda: standby.holder == leader.identity, message="the standby waits")
+        # The leader's process dies (kill -9): it stops renewing and releases nothing.
+        holding.cancel()
+        vanished = time.monotonic()
+        await asyncio.wait_for(waiting, timeout=10)
+    finally:
+        holding.cancel()
+        waiting.cancel()
+    took = time.monotonic() - vanished
+    assert standby.is_leader
+    # Not while the Lease could still be renewed (its last renewal was at most a retry
+    # period before), and soon after it expired.
+    assert 2 - 2 * 0.2 - 0.1 < took < 2 + 3, f"took over {took:.1f} s after the leader died"
