@@ -56,7 +56,7 @@ install-tool: venv ## put `ansible-operator` on PATH: a link in ~/.local/bin (TO
 	  *) echo "$(TOOL_BIN) is not on PATH; add it: export PATH=\"$(TOOL_BIN):\$$PATH\"" ;; esac
 
 .PHONY: binaries
-binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM
+binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM v0 and v1
 	$(OPERATOR) cluster up --build-only
 
 .PHONY: lint
@@ -144,7 +144,7 @@ test-olm: venv ## only the OLM end-to-end test (a private cluster with OLM; buil
 	$(BIN)/pytest tests/e2e/test_olm.py $(PYTEST_ARGS)
 
 .PHONY: test-olm-images
-test-olm-images: venv ## only OLM from images (a private cluster with a registry, a real node and OLM)
+test-olm-images: venv ## only OLM v0 and v1 from images (a private cluster with a registry, a real node, both OLMs)
 	$(BIN)/pytest tests/e2e/test_olm_images.py $(PYTEST_ARGS)
 
 .PHONY: test-unit
