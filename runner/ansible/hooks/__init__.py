@@ -11,10 +11,13 @@ tested with the running ansible-core is left out — the run goes the plain ansi
 way for it — with one warning that says why. Each hook also checks itself before it
 installs (`enabled`), so a run in another interpreter never gets an untested hook either.
 
-Moving to a new ansible-core line is this checklist: for each hook below, read its spots
-in the new line's source, adapt the module (`runner/ansible/hooks/<name>.py`, or
-`zygote.py` for the zygote), run the backend-equivalence and sample-operator tests on that
-line, then add the line to `tested`.
+Every module of this package belongs to one or more of the hooks (`Hook.modules`), and
+nothing outside it touches ansible-core's internals: the backends
+(`runner.ansible.runnerbackend`, `runner.ansible.fastbackend`) only install what is here.
+Moving to a new ansible-core line is the checklist in docs/ansible-core.md: for each hook
+below, read its spots in the new line's source, adapt its modules, run the hooks' unit
+tests and the backend-equivalence and sample-operator tests on that line, then add the
+line to `tested`.
 
 This module imports nothing of ansible (the operator reads it before any run).
 """
@@ -44,7 +47,7 @@ class Hook:
     """One way we change or rely on ansible-core internals."""
 
     name: str
-    """The module that installs it: `runner/ansible/hooks/<name>.py` (or `zygote.py`)."""
+    """The module that installs it: `runner/ansible/hooks/<name>.py`."""
     does: str
     """What it is for, in a few words (for the warning)."""
     spots: tuple[str, ...]
@@ -53,6 +56,13 @@ class Hook:
     """ansible-core lines (major.minor) it was checked against."""
     backends: tuple[str, ...]
     """The backends that use it (`fast`, `runner`)."""
+    helpers: tuple[str, ...] = ()
+    """Other files of this package it is made of (relative to it), beside `<name>.py`."""
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """Its files, relative to `runner/ansible/hooks/`."""
+        return (f"{self.name}.py", *self.helpers)
 
 
 HOOKS: tuple[Hook, ...] = (
@@ -98,6 +108,7 @@ HOOKS: tuple[Hook, ...] = (
         ),
         tested=("2.18", "2.19"),
         backends=("fast",),
+        helpers=("inprocess.py", "localshell.py", "modcommand.py"),
     ),
     Hook(
         name="direct",
@@ -111,6 +122,7 @@ HOOKS: tuple[Hook, ...] = (
         ),
         tested=("2.18", "2.19"),
         backends=("fast",),
+        helpers=("builder.py",),
     ),
     Hook(
         name="payloads",
@@ -123,6 +135,7 @@ HOOKS: tuple[Hook, ...] = (
         ),
         tested=("2.18", "2.19"),
         backends=("fast", "runner"),
+        helpers=("builder.py", "callback_plugins/ansible_operator_payloads.py"),
     ),
     Hook(
         name="kubemodules",

@@ -10,9 +10,9 @@ import pytest
 
 from runner import run, version
 from runner.ansible import hooks
-from runner.ansible.backend import RunnerBackend
-from runner.ansible.fast import FastBackend
+from runner.ansible.fastbackend import FastBackend
 from runner.ansible.hooks import builder
+from runner.ansible.runnerbackend import RunnerBackend
 
 HOOKS_DIR = Path(hooks.__file__).parent
 
@@ -30,12 +30,22 @@ def test_core_line(version_text: str, line: str | None) -> None:
     assert hooks.core_line(version_text) == line
 
 
+def test_every_module_of_the_hooks_package_belongs_to_a_hook() -> None:
+    claimed = {module for hook in hooks.HOOKS for module in hook.modules}
+    found = {
+        path.relative_to(HOOKS_DIR).as_posix()
+        for path in HOOKS_DIR.rglob("*.py")
+        if path.name != "__init__.py"
+    }
+    assert found == claimed
+
+
 def test_every_hook_names_its_module_spots_and_both_lines() -> None:
     names = [hook.name for hook in hooks.HOOKS]
     assert len(names) == len(set(names))
     for hook in hooks.HOOKS:
-        module = HOOKS_DIR / f"{hook.name}.py"
-        assert module.is_file() or (HOOKS_DIR.parent / f"{hook.name}.py").is_file(), hook.name
+        for module in hook.modules:
+            assert (HOOKS_DIR / module).is_file(), (hook.name, module)
         assert hook.spots and hook.does
         assert set(hook.tested) == {"2.18", "2.19"}, hook.name
         assert set(hook.backends) <= {"fast", "runner"}
@@ -81,7 +91,7 @@ def test_the_backend_follows_the_check(
     caplog: pytest.LogCaptureFixture,
     requested: str,
     core: str,
-    backend: type[RunnerBackend],
+    backend: type[RunnerBackend | FastBackend],
     shares: bool,
 ) -> None:
     monkeypatch.setattr(hooks, "installed_core_version", lambda: core)
