@@ -151,6 +151,13 @@ test-olm-images: venv ## only OLM from images (a private cluster with a registry
 test-unit: venv ## only the tests that need no cluster
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
+# The inner loop: unit tests and the in-process engine tier (the real engine against the
+# real API server, a scripted Ansible backend); the local cluster is reused or started,
+# or $ANSIBLE_OPERATOR_TEST_KUBECONFIG names another.
+.PHONY: test-fast
+test-fast: venv ## unit tests + the in-process engine tier (a few minutes; the inner loop)
+	$(BIN)/pytest tests/unit tests/integration/engine $(DURATIONS) $(PYTEST_ARGS)
+
 .PHONY: cluster-up
 cluster-up: venv ## start the local control plane (builds it the first time)
 	$(OPERATOR) cluster up
