@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,35 @@ HOOKS_DIR = Path(hooks.__file__).parent
 )
 def test_core_line(version_text: str, line: str | None) -> None:
     assert hooks.core_line(version_text) == line
+
+
+def _resolve(name: str) -> object:
+    module, _, attributes = name.partition(":")
+    found: object = importlib.import_module(module)
+    for attribute in attributes.split(".") if attributes else ():
+        found = getattr(found, attribute)
+    return found
+
+
+SPOTS = [
+    pytest.param(spot, id=f"{hook.name}:{spot.name}") for hook in hooks.HOOKS for spot in hook.spots
+]
+
+
+@pytest.mark.parametrize("spot", SPOTS)
+def test_every_spot_exists_in_the_running_ansible_core(spot: hooks.Spot) -> None:
+    """Run on each tested line (make test-core218 too): on a new line, the spots that
+    fail here are the first items of the checklist in docs/ansible-core.md."""
+    line = hooks.core_line(hooks.running_core_version() or "")
+    if spot.lines and line not in spot.lines:
+        pytest.skip(f"only on ansible-core {', '.join(spot.lines)}")
+    _resolve(spot.name)  # raises when the name is gone
+
+
+def test_line_specific_spots_name_tested_lines() -> None:
+    for hook in hooks.HOOKS:
+        for spot in hook.spots:
+            assert set(spot.lines) <= set(hook.tested), (hook.name, spot.name)
 
 
 def test_every_module_of_the_hooks_package_belongs_to_a_hook() -> None:
