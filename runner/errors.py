@@ -19,6 +19,11 @@ A reconcile does not raise to its controller: it returns an outcome value
 (`runner.engine.outcome`), and the errors above that it meets become one there
 (`outcome_of`). Errors carry their context in the message (file, entry, key, value) so
 that the edge (the CLI, a Failure condition) can show them as they are.
+
+Outside the tree, on purpose: exceptions that are control flow between a module and its
+direct caller (the work queue's `QueueShutDown`, a run's private time-out signal), parse
+errors a loader turns into a `ConfigError` naming file and field (`FieldError`), and the
+bundled Ansible collection's, which runs inside Ansible and cannot import this package.
 """
 
 from __future__ import annotations

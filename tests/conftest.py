@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
         if parts[0] in ("integration", "e2e"):
             item.add_marker(getattr(pytest.mark, parts[0]))
+        if parts[:2] == ("integration", "engine"):
+            item.add_marker(pytest.mark.engine)
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
+from runner.engine.gate import ReloadGate
 from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, result_label
-from runner.engine.predicates import should_reconcile
+from runner.engine.predicates import selected, should_reconcile
 from runner.engine.queue import WorkQueue
 from runner.engine.reconciler import Reconciler, RunSettings
 from runner.k8s.client import KubeClient
@@ -24,14 +25,10 @@ from runner.k8s.informer import DELETED, Informer
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import ControllerMetrics, OperatorMetrics
 from runner.structs import NamespacedName
+from runner.structs.bodies import object_key
 from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.controller")
-
-
-def object_key(obj: Mapping[str, Any]) -> NamespacedName:
-    meta = obj.get("metadata") or {}
-    return NamespacedName(namespace=str(meta.get("namespace") or ""), name=str(meta["name"]))
 
 
 class Controller:
@@ -57,6 +54,8 @@ class Controller:
             metrics.controller(self.name, workers=self._workers) if metrics else None
         )
         self.queue: WorkQueue[NamespacedName] = WorkQueue(metrics=self._metrics)
+        # Live reload holds new runs here while it checks an edit of the watch's files.
+        self.gate = ReloadGate(self.name)
         # The selector is applied by the predicates (as the original does), so the
         # informer sees every object and notices labels that start to match.
         self.informer = Informer(
@@ -69,17 +68,12 @@ class Controller:
             settings=settings,
             read=self.informer.get,
             events=events,
-            edits=lambda: self.edits,
+            gate=self.gate,
         )
         self._global_limit = global_limit
         self._tasks: list[asyncio.Task[None]] = []
-        self._running = asyncio.Event()
-        self._running.set()
         self.active = 0
         self.reconciles = 0
-        self.edits = 0  # edits of the role/playbook files seen by live reload
-        self._checking = False  # an edit is waiting for the reloader's check
-        self._paused: str | None = None  # why runs are held (a broken file)
 
     def _on_event(self, event: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
         if self._operator_metrics is not None:
@@ -107,40 +101,11 @@ class Controller:
     async def wait_synced(self) -> None:
         await self.informer.synced.wait()
 
-    def note_edit(self) -> None:
-        """A file the runs read just changed (live reload): hold new runs until the
-        reloader has checked it (`checked`), and let runs in flight know (the reconciler
-        compares `edits` before and after a run)."""
-        self.edits += 1
-        self._checking = True
-        self._running.clear()
-
-    def checked(self) -> None:
-        """The reloader has checked the edits noted so far; `pause` may follow."""
-        self._checking = False
-        if self._paused is None:
-            self._running.set()
-
-    def pause(self, reason: str) -> None:
-        """Hold new reconciles (runs in flight finish) until `resume`: a role being edited
-        is broken, and running it would only turn every CR to Failure."""
-        if self._paused is None:
-            log.warning("%s: reconciles paused: %s", self.name, reason)
-        self._paused = reason
-        self._running.clear()
-
-    def resume(self) -> None:
-        if self._paused is not None:
-            log.info("%s: reconciles resumed", self.name)
-        self._paused = None
-        if not self._checking:
-            self._running.set()
-
     async def _worker(self) -> None:
         while True:
             key = await self.queue.get()
             try:
-                await self._running.wait()
+                await self.gate.wait()
                 if self._global_limit is None:
                     outcome = await self._reconcile(key)
                 else:
@@ -195,9 +160,10 @@ class Controller:
                 )
 
     def enqueue_all(self) -> None:
-        """Reconcile every known CR again (a new leader starts from its cache)."""
-        for key in self.informer:
-            self.queue.add(key)
+        """Reconcile again every known CR the watch's selector selects (its role changed)."""
+        for obj in self.informer.list():
+            if selected(obj, self.watch.selector):
+                self.queue.add(object_key(obj))
 
     async def stop(self, *, timeout: float, cut_off: asyncio.Event | None = None) -> None:
         """Stop taking work; let reconciles in flight finish for up to `timeout` s (or

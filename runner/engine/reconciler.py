@@ -4,7 +4,8 @@ read CR -> skip deletions we do not own -> add our finalizer -> per-CR annotatio
 Running condition -> extra-vars -> Ansible run -> finalizer removal -> final conditions
 -> what to do next: an `Outcome` value (`outcome.py`) the controller applies to its work
 queue. A reconcile returns one whatever happens; the project's errors it meets on the way
-become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it.
+become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it. Its
+writes to the CR (status, finalizer), with their conflict retries, are `writes.py`'s.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from runner.ansible.backend import AnsibleBackend
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
 from runner.durations import format_duration, parse_duration
+from runner.engine.gate import ReloadGate
 from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, outcome_of
+from runner.engine.writes import CRWriter
 from runner.errors import AnsibleOperatorError, AnsibleRunError, ReconcileError
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import Conflict, NotFound
+from runner.k8s.errors import NotFound
 from runner.observability.events import EventRecorder
 from runner.redact import redact_message
 from runner.status import conditions
-from runner.structs import NamespacedName
+from runner.structs import NamespacedName, bodies
 from runner.vars import build_extra_vars
 from runner.watches import Watch, env_suffix
 
@@ -42,7 +45,6 @@ ARTIFACTS_ANNOTATION = ANNOTATION_PREFIX + "max-runner-artifacts"
 # A CR deleted while its normal run was going is looked at again this soon (as the
 # original does) so that its finalizer runs.
 DELETED_DURING_RUN_DELAY = 5.0
-_STATUS_WRITE_ATTEMPTS = 5
 
 Reader = Callable[[NamespacedName], Mapping[str, Any] | None]
 
@@ -78,14 +80,9 @@ class _PerCR:
     max_artifacts: int
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return dict(meta) if isinstance(meta, Mapping) else {}
-
-
 def per_cr_settings(watch: Watch, obj: Mapping[str, Any]) -> _PerCR:
     """Apply the per-CR annotations; raise ValueError naming the bad annotation."""
-    annotations = _meta(obj).get("annotations") or {}
+    annotations = bodies.annotations(obj)
     period = watch.reconcile_period
     verbosity = watch.ansible_verbosity
     max_artifacts = watch.max_runner_artifacts
@@ -136,12 +133,12 @@ class Reconciler:
         settings: RunSettings,
         read: Reader,
         events: EventRecorder | None = None,
-        edits: Callable[[], int] = lambda: 0,
+        gate: ReloadGate | None = None,
     ) -> None:
         self.watch = watch
-        # Counts edits of the watch's role/playbook files (live reload); see `_edited`.
-        self._edits = edits
-        self._client = client
+        # Live reload's: tells whether a run that could not start had its files edited.
+        self._gate = gate or ReloadGate(f"{watch.gvk.kind}-reconciler")
+        self._writes = CRWriter(client, watch.gvk, manage_status=watch.manage_status)
         self._backend = backend
         self._settings = settings
         self._read = read
@@ -173,16 +170,15 @@ class Reconciler:
             log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
             await self._backend.forget(self.watch.gvk, key.namespace, key.name)
             return Done()
-        meta = _meta(obj)
         finalizer = self.watch.finalizer
-        finalizers = list(meta.get("finalizers") or [])
-        deleting = bool(meta.get("deletionTimestamp"))
+        finalizers = bodies.finalizers(obj)
+        deleting = bool(bodies.deletion_timestamp(obj))
         if deleting and (finalizer is None or finalizer.name not in finalizers):
             log.debug("%s %s is being deleted without our finalizer", self.watch.gvk.kind, key)
             return Done()
         if finalizer is not None and not deleting and finalizer.name not in finalizers:
             try:
-                obj = await self._set_finalizers(obj, [*finalizers, finalizer.name])
+                obj = await self._writes.set_finalizers(obj, [*finalizers, finalizer.name])
             except NotFound:
                 return Done()
 
@@ -190,21 +186,19 @@ class Reconciler:
             per_cr = per_cr_settings(self.watch, obj)
         except ValueError as err:
             reason = str(err)
-            await self._write_status(key, lambda st: self._failed(st, reason, None))
+            await self._writes.write_status(key, lambda st: self._failed(st, reason, None))
             self._log_end(key, started, "error", reason)
             return Retry(reason)
 
-        edits = self._edits()
-        # The status as the API had it before this run (the cache may be a write behind).
-        before: list[Mapping[str, Any] | None] = [None]
-
-        def running(status: Mapping[str, Any] | None) -> dict[str, Any]:
-            before[0] = status
-            return conditions.running(status, now=_now())
-
+        mark = self._gate.mark()
+        # The status before this run: as the API had it (the cache may be a write behind)
+        # once the Running condition is written.
+        before = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
         if self.watch.manage_status:
             try:
-                await self._write_status(key, running, known=obj)
+                before, _ = await self._writes.update_status(
+                    key, lambda st: conditions.running(st, now=_now()), known=obj
+                )
             except ReconcileError as err:  # the run matters more than the Running condition
                 log.warning("reconcile %s %s: %s", self.watch.gvk.kind, key, err)
 
@@ -218,20 +212,20 @@ class Reconciler:
             result = await self._run(self._request(obj, per_cr, deleting=deleting))
         except _RunTimedOut:
             message = self._timed_out_message()
-            await self._write_status(key, lambda st: self._failed(st, message, None))
+            await self._writes.write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "timed out", message)
             return Retry(message)
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
-            if await self._edited(key, before[0], edits, message):
+            if await self._interrupted(key, mark, before, message):
                 return Done()
-            await self._write_status(key, lambda st: self._failed(st, message, None))
+            await self._writes.write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "error", message)
             return Retry(message)
 
-        if result.error is not None and await self._edited(key, before[0], edits, result.error):
+        if result.error is not None and await self._interrupted(key, mark, before, result.error):
             return Done()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
         failed = isinstance(outcome, Retry)
@@ -340,35 +334,36 @@ class Reconciler:
             for task in result.failed_tasks:
                 log.error("task failed: %s: %s", task.task, task.msg)
             message = result.failure_message
-            await self._write_status(key, lambda st: self._failed(st, message, ansible_result))
+            await self._writes.write_status(
+                key, lambda st: self._failed(st, message, ansible_result)
+            )
             return Retry(message)
 
         if deleting and self.watch.finalizer is not None:
-            await self._remove_finalizer(key, self.watch.finalizer.name)
+            await self._writes.remove_finalizer(key, self.watch.finalizer.name)
             return Done()
 
-        current = await self._write_status(
+        current = await self._writes.write_status(
             key,
             lambda st: conditions.succeeded(st, result=ansible_result, now=_now()),
             known=self._read(key),
         )
-        if current is not None and _meta(current).get("deletionTimestamp"):
+        if current is not None and bodies.deletion_timestamp(current):
             return RequeueAfter(DELETED_DURING_RUN_DELAY)
         if result.requeue_after is not None:
             return RequeueAfter(result.requeue_after)
         return RequeueAfter(per_cr.period) if per_cr.period > 0 else Done()
 
-    async def _edited(
-        self, key: NamespacedName, before: Mapping[str, Any] | None, edits: int, message: str
+    async def _interrupted(
+        self, key: NamespacedName, mark: int, before: Mapping[str, Any] | None, message: str
     ) -> bool:
         """True when a run that could not start (no stats) had its role edited under it.
 
-        Then the status goes back to what it was before the run: the reloader checks the
+        Then live reload has put the status back as it was before the run: it checks the
         edit and reconciles every CR again once it is good, so a half-saved file never
         turns CRs to Failure."""
-        if self._edits() == edits:
+        if not await self._gate.interrupted(key, mark=mark, before=before):
             return False
-        await self._write_status(key, lambda st: conditions.restored(st, before))
         log.warning(
             "reconcile %s %s: role edited during the run, status kept until the edit is "
             "reloaded: %s",
@@ -392,7 +387,6 @@ class Reconciler:
 
     def _request(self, obj: Mapping[str, Any], per_cr: _PerCR, *, deleting: bool) -> RunRequest:
         watch = self.watch
-        meta = _meta(obj)
         finalizer = watch.finalizer if deleting else None
         role, playbook = watch.role, watch.playbook
         if finalizer is not None and (finalizer.role or finalizer.playbook):
@@ -407,8 +401,8 @@ class Reconciler:
             envvars["KUBECONFIG"] = self._settings.kubeconfig
         return RunRequest(
             gvk=watch.gvk,
-            namespace=str(meta.get("namespace") or ""),
-            name=str(meta.get("name") or ""),
+            namespace=bodies.namespace(obj),
+            name=bodies.name(obj),
             extravars=extravars,
             role=Path(role) if role else None,
             playbook=Path(playbook) if playbook else None,
@@ -418,95 +412,6 @@ class Reconciler:
             kubeconfig=kubeconfig,
             max_artifacts=per_cr.max_artifacts,
         )
-
-    # -- API writes -----------------------------------------------------------------
-
-    async def _set_finalizers(self, obj: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-        meta = _meta(obj)
-        # The resourceVersion makes the merge patch fail on a concurrent change instead of
-        # silently dropping someone else's finalizer.
-        return await self._client.patch(
-            self.watch.gvk,
-            name=str(meta["name"]),
-            namespace=meta.get("namespace") or None,
-            body={
-                "metadata": {"finalizers": names, "resourceVersion": meta.get("resourceVersion")}
-            },
-        )
-
-    async def _remove_finalizer(self, key: NamespacedName, name: str) -> None:
-        """Remove our finalizer, re-reading the CR on a conflict: a requeue would run the
-        finalizer's role again for a write that only lost a race."""
-        for attempt in range(1, _STATUS_WRITE_ATTEMPTS + 1):
-            try:
-                obj = await self._get(key)
-                finalizers = list(_meta(obj).get("finalizers") or [])
-                if name not in finalizers:
-                    return
-                await self._set_finalizers(obj, [f for f in finalizers if f != name])
-                log.info("removed finalizer %s from %s %s", name, self.watch.gvk.kind, key)
-                return
-            except NotFound:
-                return
-            except Conflict as err:
-                if attempt == _STATUS_WRITE_ATTEMPTS:
-                    raise ReconcileError(
-                        f"could not remove finalizer {name} from {self.watch.gvk.kind} {key}: "
-                        f"it kept changing under {attempt} writes in a row"
-                    ) from err
-
-    async def _get(self, key: NamespacedName) -> dict[str, Any]:
-        return await self._client.get(
-            self.watch.gvk, name=key.name, namespace=key.namespace or None
-        )
-
-    async def _write_status(
-        self,
-        key: NamespacedName,
-        update: Callable[[Mapping[str, Any] | None], dict[str, Any]],
-        *,
-        known: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
-        """Apply `update` to the latest status of the CR and PUT /status; retry conflicts.
-
-        Starting from the latest CR keeps whatever the role wrote into the status itself.
-        `known` is a copy that is probably the latest (the informer's, or what the API
-        returned from our last write): it is tried first, and the resourceVersion in the
-        PUT makes the API server refuse it if it was not; then the CR is read from the
-        API. (A copy that would need no write is confirmed against the API first.)"""
-        if not self.watch.manage_status:
-            return None
-        conflict: Conflict | None = None
-        for _ in range(_STATUS_WRITE_ATTEMPTS):
-            from_api = known is None
-            if known is None:
-                try:
-                    obj = await self._get(key)
-                except NotFound:
-                    return None
-            else:
-                obj, known = dict(known), None
-            new_status = update(
-                obj.get("status") if isinstance(obj.get("status"), Mapping) else None
-            )
-            if new_status == obj.get("status"):
-                if from_api:
-                    return obj
-                continue
-            try:
-                return await self._client.replace_status(
-                    self.watch.gvk, obj={**obj, "status": new_status}
-                )
-            except NotFound:
-                return None
-            except Conflict as err:
-                conflict = err
-        # Returning would report success with the conditions unwritten (the CR would
-        # show its old state until the next period): the key is retried instead.
-        raise ReconcileError(
-            f"the status of {self.watch.gvk.kind} {key} kept changing under "
-            f"{_STATUS_WRITE_ATTEMPTS} writes in a row; the reconcile is retried"
-        ) from conflict
 
 
 def _was_failing(obj: Mapping[str, Any]) -> bool:

@@ -30,7 +30,8 @@ from kubernetes_asyncio import config as k8s_config
 from runner.errors import ConfigError
 from runner.k8s.errors import APIError, NotFound, Unavailable, from_response, from_status
 from runner.k8s.kubeconfig import locate
-from runner.structs import GVK
+from runner.structs import GVK, bodies
+from runner.structs.bodies import object_key
 
 log = logging.getLogger("ansible-operator.k8s")
 
@@ -351,9 +352,8 @@ class KubeClient:
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
                 items.append(item)
-            meta = page.get("metadata") or {}
-            resource_version = str(meta.get("resourceVersion") or resource_version)
-            token = str(meta.get("continue") or "")
+            resource_version = bodies.resource_version(page) or resource_version
+            token = str(bodies.metadata(page).get("continue") or "")
             if not token:
                 return items, resource_version
 
@@ -425,24 +425,22 @@ class KubeClient:
     ) -> dict[str, Any]:
         """POST `body`; `namespace` defaults to the body's own metadata.namespace."""
         res = await self.resource(gvk)
-        ns = namespace or (body.get("metadata") or {}).get("namespace")
+        ns = namespace or bodies.namespace(body)
         return await self._json("POST", res.path(namespace=ns), body=body)
 
     async def replace(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT `obj` (with its metadata.resourceVersion: Conflict when stale)."""
         res = await self.resource(gvk)
-        meta = obj.get("metadata") or {}
-        path = res.path(namespace=meta.get("namespace"), name=str(meta["name"]))
+        key = object_key(obj)
+        path = res.path(namespace=key.namespace, name=key.name)
         return await self._json("PUT", path, body=obj)
 
     async def replace_status(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT `obj` to the status subresource; its metadata.resourceVersion makes a
         stale write fail with Conflict instead of overwriting a newer status."""
         res = await self.resource(gvk)
-        meta = obj.get("metadata") or {}
-        path = res.path(
-            namespace=meta.get("namespace"), name=str(meta["name"]), subresource="status"
-        )
+        key = object_key(obj)
+        path = res.path(namespace=key.namespace, name=key.name, subresource="status")
         return await self._json("PUT", path, body=obj)
 
     async def patch(

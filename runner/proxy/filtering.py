@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from runner.labelselector import parse_label_selector_string
+from runner.structs import bodies
 
 __all__ = [
     "filter_objects",
@@ -150,15 +151,6 @@ def parse_field_selector_string(text: str) -> FieldMatcher:
 # --- LIST answers ---------------------------------------------------------------------
 
 
-def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = obj.get("metadata")
-    return metadata if isinstance(metadata, Mapping) else {}
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def filter_objects(
     objects: Iterable[Mapping[str, Any]],
     *,
@@ -175,18 +167,14 @@ def filter_objects(
     fields_match = parse_field_selector_string(field_selector)
     selected: list[dict[str, Any]] = []
     for obj in objects:
-        metadata = _metadata(obj)
-        if namespace and _text(metadata.get("namespace")) != namespace:
+        if namespace and bodies.namespace(obj) != namespace:
             continue
-        labels = metadata.get("labels")
-        if not labels_match(labels if isinstance(labels, Mapping) else {}):
+        if not labels_match(bodies.labels(obj)):
             continue
         if not fields_match(obj):
             continue
         selected.append(dict(obj))
-    selected.sort(
-        key=lambda obj: (_text(_metadata(obj).get("namespace")), _text(_metadata(obj).get("name")))
-    )
+    selected.sort(key=lambda obj: (bodies.namespace(obj), bodies.name(obj)))
     return selected
 
 
