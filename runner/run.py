@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             log.warning("%s", warning)
     for message in collection_warnings((Path.cwd() / args.watches_file).parent, environ):
         log.warning("%s", message)
-    webhook_settings = webhook_runtime.settings_from(args)
+    webhook_settings = webhook_runtime.settings_from(args, environ)
     webhooks = webhook_runtime.load(webhook_settings, environ)
     return asyncio.run(
         _serve(
@@ -361,6 +361,7 @@ async def _serve(
                 ),
                 registry=metrics.registry,
                 run_dir=own_dir.path,
+                namespaces=namespaces,
                 options=webhook_runtime.RunOptions(
                     envvars={**run_env, **_kubeconfig_vars(kubeconfig)},
                     verbosity=args.ansible_verbosity,
