@@ -210,6 +210,7 @@ def main() -> int:
     parser.add_argument("--crs", type=int, default=50)
     parser.add_argument("--backend", default="fast", choices=("fast", "runner"))
     parser.add_argument("--only-admission", action="store_true", help="skip the reconcile bursts")
+    parser.add_argument("--ansible-verbosity", default="2", help="the operator's flag")
     args = parser.parse_args()
 
     kubeconfig = _kubeconfig()
@@ -254,7 +255,14 @@ def main() -> int:
         project,
         kubeconfig=kubeconfig,
         log=work / "operator.log",
-        args=["--webhook-bind-address", "127.0.0.1:0", "--ansible-backend", args.backend],
+        args=[
+            "--webhook-bind-address",
+            "127.0.0.1:0",
+            "--ansible-backend",
+            args.backend,
+            "--ansible-verbosity",
+            args.ansible_verbosity,
+        ],
         env={"WATCH_NAMESPACE": namespace, "ANSIBLE_GATHERING": "explicit"},
     )
     results: dict[str, Any] = {"backend": args.backend, "cpus": os.cpu_count()}
