@@ -1,4 +1,4 @@
-"""bench/charts.py: the figures it picks out of compare.py's JSON, and the charts it
+"""bench/charts.py: the figures it picks out of bench/compare's JSON, and the charts it
 draws from them (the drawing only where matplotlib, the `bench` extra, is installed)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _report(mode: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"mode": mode, "runs": runs, "dependents": {}, "compared": {}}
 
 
-# Shaped as compare.py writes them; figures as in docs/benchmarks.md.
+# Shaped as bench/compare writes them; figures as in docs/benchmarks.md.
 LATENCY = _report(
     "latency",
     {
@@ -137,7 +137,7 @@ def test_no_results_is_a_one_line_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert charts.main(["--results-dir", str(tmp_path)]) == 1
-    expected = f"no compare-*.json in {tmp_path}: run bench/compare.py first\n"
+    expected = f"no compare-*.json in {tmp_path}: run python -m bench.compare first\n"
     assert capsys.readouterr().out == expected
 
 
