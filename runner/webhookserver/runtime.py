@@ -18,8 +18,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from runner.ansible.backend import LogEvents, RunnerBackend
-from runner.ansible.fast import FastBackend
+from runner.ansible.backend import LogEvents
+from runner.ansible.fastbackend import FastBackend
+from runner.ansible.runnerbackend import RunnerBackend
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.webhooks import declarations
@@ -48,12 +49,14 @@ DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 class BackendChoice:
     """The reconciles' backend class and options; the webhooks get their own instance."""
 
-    type: type[RunnerBackend]
+    type: type[RunnerBackend | FastBackend]
     share_payloads: bool = True
     log_events: LogEvents = "tasks"
     debug_logs: bool = False
 
-    def make(self, base_dir: Path, workers: int, envvars: Mapping[str, str]) -> RunnerBackend:
+    def make(
+        self, base_dir: Path, workers: int, envvars: Mapping[str, str]
+    ) -> RunnerBackend | FastBackend:
         backend = self.type(
             base_dir=base_dir,
             log_events=self.log_events,
@@ -137,7 +140,7 @@ def load(settings: WebhookSettings, environ: Mapping[str, str]) -> tuple[Webhook
     return webhooks
 
 
-async def _warm(backend: RunnerBackend, *, limit: float = 120.0) -> None:
+async def _warm(backend: RunnerBackend | FastBackend, *, limit: float = 120.0) -> None:
     if not isinstance(backend, FastBackend):
         return
     deadline = asyncio.get_running_loop().time() + limit
