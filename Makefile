@@ -122,7 +122,9 @@ CORE218_TESTS ?= tests/unit/ansible tests/integration/test_ansible_backend.py \
 CORE218_PYTEST = ANSIBLE_OPERATOR_TEST_PYTHON=$(abspath $(CORE218_VENV))/bin/python \
 	$(CORE218_VENV)/bin/pytest
 
-$(CORE218_VENV)/.installed: pyproject.toml
+# After .venv's install: two editable installs at once would both write the project's
+# egg-info (make -j).
+$(CORE218_VENV)/.installed: pyproject.toml | $(VENV)/.installed
 	$(PYTHON) -m venv $(CORE218_VENV)
 	$(CORE218_VENV)/bin/pip install --quiet --upgrade pip
 	$(CORE218_VENV)/bin/pip install --quiet -e '.[test]' $(CORE218_PINS)

@@ -257,6 +257,7 @@ async def _serve(
                 ),
                 registry=metrics.registry,
                 run_dir=own_dir.path,
+                namespaces=namespaces,
                 options=webhook_runtime.RunOptions(
                     envvars={**run_env, **_kubeconfig_vars(kubeconfig)},
                     verbosity=settings.ansible_verbosity,
