@@ -20,11 +20,11 @@ import yaml
 
 from runner import watches as watches_mod
 from runner.ansible import hooks, requirements
-from runner.ansible.backend import RunnerBackend
-from runner.ansible.fast import FastBackend
-from runner.ansible.fastwire import Discovery
+from runner.ansible.fastbackend import FastBackend
+from runner.ansible.fastbackend.wire import Discovery
 from runner.ansible.inputs import runner_dir
 from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
+from runner.ansible.runnerbackend import RunnerBackend
 from runner.collections_path import bundled_collections_path
 from runner.engine.leader import LeaderElector
 from runner.engine.manager import Manager
@@ -138,13 +138,19 @@ def _kubeconfig_vars(kubeconfig: str | None) -> dict[str, str]:
 
 async def _own_run_directory(settings: Settings, environ: Mapping[str, str]) -> RunDirectory:
     """This process's fresh, private run directory under the base (`rundir.py`); the
-    directories earlier processes of this operator left behind are removed first."""
+    directories earlier processes of this operator left behind are removed first, their
+    runs moved into it (`history` shows them)."""
     base = runner_dir(environ)
     identity = str(Path(settings.watches_file).resolve())
     own = await asyncio.to_thread(claim, base, identity=identity)
-    removed = await asyncio.to_thread(remove_abandoned, base, identity=identity)
+    removed = await asyncio.to_thread(
+        remove_abandoned, base, identity=identity, keep_runs_in=own.path
+    )
     if removed:
-        log.info("removed %d run directories of earlier processes of this operator", len(removed))
+        log.info(
+            "removed %d run directories of earlier processes of this operator, keeping their runs",
+            len(removed),
+        )
     log.info("Ansible runs of this process are under %s", own.path)
     return own
 
@@ -251,6 +257,7 @@ async def _serve(
                 ),
                 registry=metrics.registry,
                 run_dir=own_dir.path,
+                namespaces=namespaces,
                 options=webhook_runtime.RunOptions(
                     envvars={**run_env, **_kubeconfig_vars(kubeconfig)},
                     verbosity=settings.ansible_verbosity,
@@ -332,7 +339,7 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
         await task
 
 
-def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
+def _backend_choice(requested: str) -> tuple[type[RunnerBackend | FastBackend], bool]:
     """The backend class for `--ansible-backend` and whether runs share module payloads,
     after the start-up check of the ansible-core hooks (one warning when some are left
     out: the run then goes the plain ansible-runner way for them)."""
@@ -344,7 +351,7 @@ def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
     return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
-def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:
+def _ready(manager: Manager, backend: RunnerBackend | FastBackend) -> tuple[bool, str]:
     """/readyz: the manager's answer, and not while the fast backend warms up."""
     ready, reason = manager.ready()
     if ready and isinstance(backend, FastBackend) and backend.warming():

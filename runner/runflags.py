@@ -395,7 +395,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
     user_metrics = parse_bind_address("--user-metrics-bind-address", args.user_metrics_bind_address)
     namespaces = watch_namespaces(environ)
     leader = leader_settings(args, environ, namespaces)
-    webhooks = webhook_runtime.settings_from(args)
+    webhooks = webhook_runtime.settings_from(args, environ)
     return Settings(
         watches_file=args.watches_file,
         reconcile_period=reconcile_period,

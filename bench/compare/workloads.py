@@ -335,7 +335,7 @@ def latency_figures(latencies_s: list[float]) -> dict[str, Any]:
         "crs": len(latencies_s),
         "first_s": round(latencies_s[0], 3),
         "p50_s": round(statistics.median(latencies_s), 3),
-        "p95_s": round(percentile(latencies_s, 95) or 0, 3),
+        "p95_s": round(percentile(latencies_s, 0.95) or 0, 3),
         "p50_after_first_s": round(statistics.median(rest), 3),
         "min_s": round(min(latencies_s), 3),
         "max_s": round(max(latencies_s), 3),
