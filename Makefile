@@ -104,8 +104,10 @@ test-packages: ## every Debian package `make test` needs, where missing
 # of a test are timed apart), so that a test or fixture that grows slow shows in CI's log.
 DURATIONS ?= --durations=25 --durations-min=1
 
+# `make test` installs the `bench` extra too (matplotlib, ansible-runner-http), so that
+# the chart drawing of bench/charts.py is tested: about a minute once per fresh venv.
 .PHONY: test
-test: lint binaries test-packages venv-core218 ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
+test: lint binaries test-packages venv-core218 bench-compare-deps ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
 	$(BIN)/pytest $(DURATIONS) $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
 	$(CORE218_PYTEST) $(CORE218_TESTS) $(DURATIONS) $(PYTEST_ARGS); rc218=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rc218
@@ -200,9 +202,12 @@ bench: venv bench-compare-deps ## reconcile benchmark (N=50), then ours vs the G
 	$(BIN)/python -m bench.compare --mode scale $(SCALE_ARGS)
 	$(BIN)/python bench/charts.py
 
+# e.g. CHARTS_ARGS='--results-dir DIR --output-dir DIR' (default: bench/results, in place)
+CHARTS_ARGS ?=
+
 .PHONY: bench-charts
 bench-charts: bench-compare-deps ## charts (SVG) of bench/results/compare-*.json, next to them
-	$(BIN)/python bench/charts.py
+	$(BIN)/python bench/charts.py $(CHARTS_ARGS)
 
 .PHONY: bench-compare
 bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench/compare, COMPARE_ARGS)

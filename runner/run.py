@@ -138,13 +138,19 @@ def _kubeconfig_vars(kubeconfig: str | None) -> dict[str, str]:
 
 async def _own_run_directory(settings: Settings, environ: Mapping[str, str]) -> RunDirectory:
     """This process's fresh, private run directory under the base (`rundir.py`); the
-    directories earlier processes of this operator left behind are removed first."""
+    directories earlier processes of this operator left behind are removed first, their
+    runs moved into it (`history` shows them)."""
     base = runner_dir(environ)
     identity = str(Path(settings.watches_file).resolve())
     own = await asyncio.to_thread(claim, base, identity=identity)
-    removed = await asyncio.to_thread(remove_abandoned, base, identity=identity)
+    removed = await asyncio.to_thread(
+        remove_abandoned, base, identity=identity, keep_runs_in=own.path
+    )
     if removed:
-        log.info("removed %d run directories of earlier processes of this operator", len(removed))
+        log.info(
+            "removed %d run directories of earlier processes of this operator, keeping their runs",
+            len(removed),
+        )
     log.info("Ansible runs of this process are under %s", own.path)
     return own
 

@@ -9,9 +9,9 @@ the Go operator. Two rules bound it here:
   progress (`over_budget` decides, `ArtifactBudget` keeps the listing up to date);
 - a CR's whole data directory goes when the CR is gone (`remove_data_dir`).
 
-Data directories of CRs deleted while no operator ran need no rule of their own: each
-operator process starts in a fresh private run directory and removes its stopped
-predecessors' whole directories at start-up (`rundir.py`).
+Each operator process starts in a fresh private run directory and moves its stopped
+predecessors' data directories into it at start-up (`rundir.py`), so their runs count
+here like its own.
 
 Decisions are pure functions of listings; the IO is small and stays inside the base
 directory: nothing here follows a symbolic link or writes outside it, so a read-only

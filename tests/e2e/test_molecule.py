@@ -80,16 +80,18 @@ def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def scenario_runs(
+    request: pytest.FixtureRequest,
     projects: dict[str, Path],
     kubeconfig: Path,
     dyn: Any,
     memcached_crd: Any,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[MoleculeRuns]:
-    """Every scenario of the module, started at once (longest first). The CRDs two
-    scenarios share (Memcached: the session's `memcached_crd`; Guestbook, which the
-    scaffolded `default` scenario leaves installed anyway) are installed before, and
-    the Guestbook CRD removed after, when this fixture installed it."""
+    """The scenarios of the module the session runs, started at once, longest first
+    (`MoleculeRuns` runs a few together). The CRDs two scenarios share (Memcached: the
+    session's `memcached_crd`; Guestbook, which the scaffolded `default` scenario leaves
+    installed anyway) are installed before, and the Guestbook CRD removed after when
+    this fixture installed it."""
     crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
     guestbook_crds = [
         doc
@@ -104,19 +106,49 @@ def scenario_runs(
             installed.append(body["metadata"]["name"])
         install_crd(dyn, body)
     runs = MoleculeRuns(kubeconfig, tmp_path_factory.mktemp("molecule-runs"), workers=workers())
+    selected = _selected(request.session.items)
     try:
-        runs.start(projects["compat"], "default")
-        runs.start(projects["repository"], "default")
-        runs.start(projects["guestbook"], "guestbook")
-        runs.start(projects["repository"], "role")
-        runs.start(projects["guestbook"], "guestbook-role")
-        runs.start(projects["guestbook"], "default")
+        for project, scenario in LONGEST_FIRST:
+            if (project, scenario) in selected:
+                runs.start(projects[project], scenario)
         yield runs
     finally:
         runs.close()
         for name in installed:
             with contextlib.suppress(NotFoundError):
                 crds.delete(name=name)
+
+
+# Every scenario of the module as (project, scenario), in the order they start: the
+# longest first, so that the last to end is a short one.
+LONGEST_FIRST = (
+    ("compat", "default"),
+    ("repository", "default"),
+    ("guestbook", "guestbook"),
+    ("repository", "role"),
+    ("guestbook", "guestbook-role"),
+    ("guestbook", "default"),
+)
+_PROJECT_OF_TEST = {
+    "test_compat_operator_molecule_default": "compat",
+    "test_repository_scenario": "repository",
+    "test_scaffolded_project_scenario": "guestbook",
+}
+
+
+def _selected(items: list[pytest.Item]) -> set[tuple[str, str]]:
+    """The (project, scenario) pairs whose tests of this module the session runs (a
+    `-k` or node id selection starts only those)."""
+    found = set()
+    for item in items:
+        if not isinstance(item, pytest.Function) or item.module is None:
+            continue
+        if item.module.__name__ != __name__:
+            continue
+        project = _PROJECT_OF_TEST[item.originalname]
+        params = getattr(item, "callspec", None)
+        found.add((project, params.params["scenario"] if params else "default"))
+    return found
 
 
 def _check(
