@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from runner.ansible.inputs import runner_dir
 from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
 from runner.collections_path import bundled_collections_path
 from runner.durations import parse_duration
+from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector, LeaderSettings
 from runner.engine.manager import Manager
 from runner.engine.reconciler import RunSettings
@@ -53,6 +55,10 @@ from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
+from runner.sharding.membership import RingSettings, member_lease
+from runner.sharding.metrics import ShardMetrics
+from runner.sharding.ring import check_ring_name, new_member, shard_label
+from runner.sharding.sharder import Sharder
 from runner.structs import GVK, NamespacedName
 
 log = logging.getLogger("ansible-operator")
@@ -101,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     # Every setting is checked before the first log line: a mistake is one line.
     endpoints(args)
     leader_settings(args, environ, watch_namespaces(environ))
+    sharding_settings(args, environ, watch_namespaces(environ))
 
     warned: set[str] = set()
 
@@ -231,6 +238,49 @@ def leader_settings(
     return settings
 
 
+def sharding_settings(
+    args: argparse.Namespace, environ: Mapping[str, str], namespaces: list[str] | None
+) -> RingSettings | None:
+    """The ring this replica joins, or None without `--sharding`."""
+    if not args.sharding:
+        return None
+    ring = args.sharding_ring or environ.get("OPERATOR_NAME", "")
+    if not ring:
+        ring = re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-")[:50] or "operator"
+    problem = check_ring_name(ring)
+    if problem is not None:
+        raise ConfigError(f"--sharding-ring: {problem}")
+    namespace = args.sharding_namespace or environ.get("POD_NAMESPACE", "")
+    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
+        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
+    if not namespace and namespaces:
+        namespace = namespaces[0]
+    if not namespace:
+        raise ConfigError(
+            "--sharding: no namespace for the ring's Leases; outside a pod pass "
+            "--sharding-namespace (or set WATCH_NAMESPACE)"
+        )
+    lease = LeaderSettings(
+        name=ring,
+        namespace=namespace,
+        lease_duration=_duration("--sharding-lease-duration", args.sharding_lease_duration),
+        renew_deadline=_duration("--sharding-renew-deadline", args.sharding_renew_deadline),
+        retry_period=_duration("--sharding-retry-period", args.sharding_retry_period),
+    )
+    try:
+        check_leader_durations(lease)
+    except ConfigError as err:
+        raise ConfigError(str(err).replace("--leader-elect-", "--sharding-")) from None
+    return RingSettings(
+        ring=ring,
+        namespace=namespace,
+        member=new_member(environ.get("POD_NAME") or socket.gethostname()),
+        lease_duration=lease.lease_duration,
+        renew_deadline=lease.renew_deadline,
+        retry_period=lease.retry_period,
+    )
+
+
 def check_leader_durations(settings: LeaderSettings) -> None:
     """client-go's rules for an elector (the Go operator fails on them at start):
     lease > renew deadline > 1.2 x retry period > 0."""
@@ -280,6 +330,12 @@ async def _serve(
     environ = os.environ
     served = endpoints(args)
     leadership = leader_settings(args, environ, namespaces)
+    ring = sharding_settings(args, environ, namespaces)
+    if ring is not None:
+        if leadership is not None:
+            log.info("--sharding: every replica works on its share; no leader is elected")
+        leadership = None
+        log.info("joining the sharding ring %s/%s as %s", ring.namespace, ring.ring, ring.member)
     kubeconfig = _kubeconfig(environ)
     async with contextlib.AsyncExitStack() as stack:
         own_dir = await _own_run_directory(args, environ)
@@ -301,7 +357,12 @@ async def _serve(
             except OSError as err:
                 log.warning("osdk_metric endpoint disabled: cannot listen: %s", err)
 
-        cache = InformerCache(client, namespaces=namespaces)
+        own_shard = (shard_label(ring.ring), ring.member) if ring is not None else None
+        cache = InformerCache(
+            client,
+            namespaces=namespaces,
+            label_selector=f"{own_shard[0]}={own_shard[1]}" if own_shard else None,
+        )
         stack.push_async_callback(cache.close)
         manager: Manager | None = None
 
@@ -317,6 +378,7 @@ async def _serve(
             dependents=DependentWatches(cache, enqueue=enqueue),
             inject_owner_ref=args.inject_owner_ref,
             port=args.proxy_port,
+            shard_label=own_shard,
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
@@ -358,9 +420,30 @@ async def _serve(
             graceful_shutdown_timeout=graceful,
             metrics=metrics,
             events=EventRecorder(client),
-            leader=LeaderElector(client, leadership) if leadership else None,
+            leader=(
+                member_lease(client, ring)
+                if ring is not None
+                else LeaderElector(client, leadership)
+                if leadership
+                else None
+            ),
         )
-        manager.on_controller = lambda controller: cache.adopt(controller.informer)
+        sharder: Sharder | None = None
+        if ring is not None:
+            sharder = Sharder(
+                client=client,
+                settings=ring,
+                namespaces=namespaces,
+                metrics=ShardMetrics(metrics.registry),
+                cache=cache,
+            )
+
+        def on_controller(controller: Controller) -> None:
+            if sharder is not None:
+                sharder.attach(controller)  # narrows the informer before the cache shares it
+            cache.adopt(controller.informer)
+
+        manager.on_controller = on_controller
         if args.reload or environ.get("ANSIBLE_OPERATOR_RELOAD", "").lower() in ("1", "true"):
             reloader = Reloader(
                 manager,
@@ -390,8 +473,19 @@ async def _serve(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        if sharder is not None:
+            sharding = asyncio.create_task(_shard_while_member(sharder, manager, stop))
+            stack.push_async_callback(_cancelled, sharding)
         return await manager.run(stop)
     return 0  # not reached: the stack's body returns
+
+
+async def _shard_while_member(sharder: Sharder, manager: Manager, stop: asyncio.Event) -> None:
+    """Claim and hand off keys once the controllers run (the member's Lease is held), until
+    the stop: a stopping replica takes no new keys."""
+    while not manager.ready()[0] and not stop.is_set():
+        await asyncio.sleep(0.2)
+    await sharder.run(stop)
 
 
 async def _prefetch_discovery(client: KubeClient, kinds: Sequence[tuple[str, str]]) -> None:

@@ -289,6 +289,32 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         serving.add_argument(
             flag, default=default, type=go_duration, metavar="DURATION", help=meaning
         )
+    _add_bool(
+        serving,
+        "--sharding",
+        default=False,
+        help="spread CRs over all replicas (one Lease each) instead of electing a leader",
+    )
+    serving.add_argument(
+        "--sharding-ring",
+        default="",
+        metavar="NAME",
+        help="the ring's name (default: $OPERATOR_NAME, else from the directory)",
+    )
+    serving.add_argument(
+        "--sharding-namespace",
+        default="",
+        metavar="NAMESPACE",
+        help="namespace of the ring's Leases (default: the pod's namespace)",
+    )
+    for flag, default, meaning in (
+        ("--sharding-lease-duration", "15s", "how long before a silent replica's CRs move"),
+        ("--sharding-renew-deadline", "10s", "how long a replica tries to renew its Lease"),
+        ("--sharding-retry-period", "2s", "pause between renewals and member checks"),
+    ):
+        serving.add_argument(
+            flag, default=default, type=go_duration, metavar="DURATION", help=meaning
+        )
     serving.add_argument(
         "--leader-elect-resource-lock",
         default="leases",

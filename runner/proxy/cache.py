@@ -33,9 +33,11 @@ class InformerCache:
         client: KubeClient,
         *,
         namespaces: Sequence[str] | None,
+        label_selector: str | None = None,
     ) -> None:
         self._client = client
         self._namespaces = namespaces
+        self._selector = label_selector  # sharding: only this replica's share
         self._informers: dict[GVK, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
@@ -51,7 +53,9 @@ class InformerCache:
             return existing
         if self._closed:
             raise RuntimeError("the informer cache is closed")
-        informer = Informer(self._client, gvk, namespaces=self._namespaces)
+        informer = Informer(
+            self._client, gvk, namespaces=self._namespaces, label_selector=self._selector
+        )
         self._informers[gvk] = informer
         self._tasks.append(asyncio.create_task(informer.run(), name=f"cache-{gvk}"))
         log.info("started watching %s", gvk)
