@@ -100,10 +100,14 @@ container-tools: ## install podman, buildah, mmdebstrap and skopeo where missing
 test-packages: ## every Debian package `make test` needs, where missing
 	$(call install_missing,$(NODE_PACKAGES) $(IMAGE_PACKAGES) $(SHELL_PACKAGES))
 
+# Each pytest run of `make test` ends with its slowest steps (set-up, call and tear-down
+# of a test are timed apart), so that a test or fixture that grows slow shows in CI's log.
+DURATIONS ?= --durations=25 --durations-min=1
+
 .PHONY: test
 test: lint binaries test-packages venv-core218 ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
-	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
-	$(CORE218_PYTEST) $(CORE218_TESTS) $(PYTEST_ARGS); rc218=$$?; \
+	$(BIN)/pytest $(DURATIONS) $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
+	$(CORE218_PYTEST) $(CORE218_TESTS) $(DURATIONS) $(PYTEST_ARGS); rc218=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rc218
 
 # The second ansible-core line CI tests: the main venv has the newest the ranges allow
@@ -146,6 +150,13 @@ test-olm-images: venv ## only OLM from images (a private cluster with a registry
 .PHONY: test-unit
 test-unit: venv ## only the tests that need no cluster
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+# The inner loop: unit tests and the in-process engine tier (the real engine against the
+# real API server, a scripted Ansible backend); the local cluster is reused or started,
+# or $ANSIBLE_OPERATOR_TEST_KUBECONFIG names another.
+.PHONY: test-fast
+test-fast: venv ## unit tests + the in-process engine tier (a few minutes; the inner loop)
+	$(BIN)/pytest tests/unit tests/integration/engine $(DURATIONS) $(PYTEST_ARGS)
 
 .PHONY: cluster-up
 cluster-up: venv ## start the local control plane (builds it the first time)

@@ -1,16 +1,29 @@
-"""The exception tree of the project.
+"""The exception tree of the project: every error it raises on purpose is one of these.
 
     AnsibleOperatorError
     ├── ConfigError          bad watches.yaml, flags or project files; raised at start-up
-    ├── ReconcileError       one reconcile did not finish
-    │   ├── TemporaryError   retry after `delay` seconds
-    │   └── TerminalError    retrying cannot help; the status says why
-    ├── AnsibleRunError      ansible-runner could not run or report a result
+    ├── ReconcileError       one reconcile could not finish; its key is retried with backoff
+    ├── AnsibleRunError      the Ansible run could not start or report a result
     ├── ProxyError           the API proxy cannot serve
-    └── ClusterError         the local control plane cannot be built, started or stopped
+    ├── ClusterError         the local control plane cannot be built, started or stopped
+    ├── OLMError             OLM did not do what it was asked   (runner/olm/api.py)
+    └── APIError             a failed API request               (runner/k8s/errors.py)
+        ├── Forbidden        403
+        ├── NotFound         404
+        ├── Conflict         409: somebody else wrote first; routine, retried quietly
+        ├── Gone             410
+        ├── Invalid          422: the server rejects the body; a reconcile ends terminally
+        └── Unavailable      no answer, 429 or 5xx; retry later
 
-Errors carry their context in the message (file, entry, key, value) so that the edge
-(the CLI or the reconciler) can print them as they are.
+A reconcile does not raise to its controller: it returns an outcome value
+(`runner.engine.outcome`), and the errors above that it meets become one there
+(`outcome_of`). Errors carry their context in the message (file, entry, key, value) so
+that the edge (the CLI, a Failure condition) can show them as they are.
+
+Outside the tree, on purpose: exceptions that are control flow between a module and its
+direct caller (the work queue's `QueueShutDown`, a run's private time-out signal), parse
+errors a loader turns into a `ConfigError` naming file and field (`FieldError`), and the
+bundled Ansible collection's, which runs inside Ansible and cannot import this package.
 """
 
 from __future__ import annotations
@@ -25,23 +38,11 @@ class ConfigError(AnsibleOperatorError):
 
 
 class ReconcileError(AnsibleOperatorError):
-    """A reconcile did not finish."""
-
-
-class TemporaryError(ReconcileError):
-    """Retry the same key after `delay` seconds."""
-
-    def __init__(self, message: str, *, delay: float) -> None:
-        super().__init__(message)
-        self.delay = delay
-
-
-class TerminalError(ReconcileError):
-    """Retrying will not help until the object changes."""
+    """A reconcile could not finish (e.g. its writes kept conflicting); retrying may help."""
 
 
 class AnsibleRunError(AnsibleOperatorError):
-    """ansible-runner could not start or did not report a result."""
+    """The Ansible run could not start or did not report a result."""
 
 
 class ProxyError(AnsibleOperatorError):

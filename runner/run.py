@@ -59,7 +59,8 @@ from runner.sharding.membership import RingSettings, member_lease
 from runner.sharding.metrics import ShardMetrics
 from runner.sharding.ring import check_ring_name, new_member, shard_label
 from runner.sharding.sharder import Sharder
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
+from runner.webhookserver import runtime as webhook_runtime
 
 log = logging.getLogger("ansible-operator")
 
@@ -138,10 +139,13 @@ def run(args: argparse.Namespace) -> int:
             log.warning("%s", warning)
     for message in collection_warnings((Path.cwd() / args.watches_file).parent, environ):
         log.warning("%s", message)
+    webhook_settings = webhook_runtime.settings_from(args)
+    webhooks = webhook_runtime.load(webhook_settings, environ)
     return asyncio.run(
         _serve(
             args,
             loaded,
+            webhooks=(webhooks, webhook_settings),
             namespaces=watch_namespaces(environ),
             graceful=graceful,
             load_watches=load_watches,
@@ -172,6 +176,12 @@ def _kubeconfig(environ: Mapping[str, str]) -> str | None:
     return environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
 
 
+def _kubeconfig_vars(kubeconfig: str | None) -> dict[str, str]:
+    """Webhook roles talk to the API server with the operator's own credentials."""
+    path = str(Path(kubeconfig).resolve()) if kubeconfig else ""
+    return {"K8S_AUTH_KUBECONFIG": path, "KUBECONFIG": path} if path else {}
+
+
 async def _own_run_directory(args: argparse.Namespace, environ: Mapping[str, str]) -> RunDirectory:
     """This process's fresh, private run directory under the base (`rundir.py`); the
     directories earlier processes of this operator left behind are removed first."""
@@ -196,13 +206,12 @@ def search_paths(environ: Mapping[str, str]) -> list[Path]:
 
 def owner_of(obj: Mapping[str, Any]) -> Owner:
     """The owner identity of a CR, as its runs' kubeconfigs carry it."""
-    meta = obj.get("metadata") or {}
     return Owner(
         api_version=str(obj.get("apiVersion") or ""),
         kind=str(obj.get("kind") or ""),
-        name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
-        namespace=str(meta.get("namespace") or ""),
+        name=bodies.name(obj),
+        uid=bodies.uid(obj),
+        namespace=bodies.namespace(obj),
     )
 
 
@@ -326,6 +335,7 @@ async def _serve(
     namespaces: list[str] | None,
     graceful: float,
     load_watches: Callable[[], tuple[watches_mod.Watch, ...]],
+    webhooks: tuple[Sequence[Any], webhook_runtime.WebhookSettings],
 ) -> int:
     environ = os.environ
     served = endpoints(args)
@@ -404,6 +414,22 @@ async def _serve(
                     authorization=proxy.authorization(),
                 ),
             )
+        await stack.enter_async_context(
+            webhook_runtime.running(
+                *webhooks,
+                client=client,
+                backend=webhook_runtime.BackendChoice(
+                    backend_type, share_payloads, args.ansible_log_events
+                ),
+                registry=metrics.registry,
+                run_dir=own_dir.path,
+                options=webhook_runtime.RunOptions(
+                    envvars={**run_env, **_kubeconfig_vars(kubeconfig)},
+                    verbosity=args.ansible_verbosity,
+                    ansible_args=args.ansible_args,
+                ),
+            )
+        )
         settings = RunSettings(
             kubeconfig=kubeconfig,
             run_kubeconfig=lambda obj: proxy.kubeconfig(owner_of(obj)),
@@ -437,16 +463,11 @@ async def _serve(
                 metrics=ShardMetrics(metrics.registry),
                 cache=cache,
             )
-
-        def on_controller(controller: Controller) -> None:
-            if sharder is not None:
-                sharder.attach(controller)  # narrows the informer before the cache shares it
-            cache.adopt(controller.informer)
-
-        manager.on_controller = on_controller
+        share_informers(manager, cache, sharder)
         if args.reload or environ.get("ANSIBLE_OPERATOR_RELOAD", "").lower() in ("1", "true"):
             reloader = Reloader(
                 manager,
+                client=client,
                 watches_file=Path(args.watches_file),
                 load_watches=load_watches,
                 shared_paths=search_paths(environ),
@@ -486,6 +507,20 @@ async def _shard_while_member(sharder: Sharder, manager: Manager, stop: asyncio.
     while not manager.ready()[0] and not stop.is_set():
         await asyncio.sleep(0.2)
     await sharder.run(stop)
+
+
+def share_informers(manager: Manager, cache: InformerCache, sharder: Sharder | None = None) -> None:
+    """The proxy's cache serves each primary kind from its controller's informer, from the
+    controller's start until a live reload stops it (sharded: narrowed to this replica's
+    share first)."""
+
+    def on_controller(controller: Controller) -> None:
+        if sharder is not None:
+            sharder.attach(controller)
+        cache.adopt(controller.informer)
+
+    manager.on_controller = on_controller
+    manager.on_controller_stopped = lambda controller: cache.release(controller.informer)
 
 
 async def _prefetch_discovery(client: KubeClient, kinds: Sequence[tuple[str, str]]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from runner.cpulimit import available_cpus
 from runner.durations import parse_duration
 from runner.observability.logging import level_from_flag
+from runner.webhookserver import runtime as webhook_runtime
 
 
 def _bool(text: str) -> bool:
@@ -329,6 +330,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long running reconciles may take to finish on stop",
     )
     _add_bool(serving, "--enable-http2", default=False, help="serve metrics over HTTP/2")
+
+    webhook_runtime.add_arguments(parser)
 
     logging = parser.add_argument_group("logging")
     logging.add_argument(

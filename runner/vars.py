@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from runner.structs import bodies
+
 __all__ = [
     "UNSAFE_KEY",
     "build_extra_vars",
@@ -186,17 +188,14 @@ def build_extra_vars(
     if not isinstance(spec, Mapping):
         spec = {}
         cr["spec"] = spec
-    metadata = cr.get("metadata")
-    if not isinstance(metadata, Mapping):
-        metadata = {}
 
     params: dict[str, Any] = snake_case_keys(spec) if snake_case else copy.deepcopy(dict(spec))
     if mark_unsafe:
         params = {k: _wrap(v) for k, v in params.items()}
 
     params["ansible_operator_meta"] = {
-        "name": _as_str(metadata.get("name")),
-        "namespace": _as_str(metadata.get("namespace")),
+        "name": bodies.name(cr),
+        "namespace": bodies.namespace(cr),
     }
     cr_key = cr_var_name(group, kind)
     params[cr_key] = _wrap(cr) if mark_unsafe else cr
@@ -206,7 +205,3 @@ def build_extra_vars(
     if finalizer_vars is not None:
         params.update(copy.deepcopy(dict(finalizer_vars)))
     return params
-
-
-def _as_str(value: Any) -> str:
-    return value if isinstance(value, str) else ""

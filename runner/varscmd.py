@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from runner.errors import ConfigError
-from runner.structs import GVK
+from runner.structs import GVK, bodies
 from runner.yamlerror import describe_yaml_error
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def as_read(
     """`obj` as a reconcile reads it (see the module docstring); a new dict."""
     from runner.k8s.informer import strip
 
-    meta: dict[str, Any] = dict(obj.get("metadata") or {})
+    meta: dict[str, Any] = dict(bodies.metadata(obj))
     name = meta.get("name")
     own = meta.get("namespace")
     if own and namespace is not None and namespace != own:

@@ -56,7 +56,7 @@ from runner.labelselector import (
     parse_label_selector,
 )
 from runner.structs import GVK
-from runner.yamlerror import describe_yaml_error
+from runner.yamlnodes import line_of, load_document, path_at
 
 __all__ = [
     "DEFAULT_ANSIBLE_VERBOSITY",
@@ -170,16 +170,6 @@ class _Context:
     default_max_concurrent_reconciles: int
     default_ansible_verbosity: int
     default_reconcile_timeout: float
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML 1.1 like the original's parser, except that dates stay strings as in Go."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def env_suffix(gvk: GVK) -> str:
@@ -576,29 +566,6 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int], warns: list[Fiel
     )
 
 
-def _line(node: yaml.Node, path: FieldPath) -> int:
-    """1-based line of the deepest node of `path` found below `node` (keys: their line)."""
-    line = node.start_mark.line + 1
-    for part in path:
-        if isinstance(part, int) and isinstance(node, yaml.SequenceNode):
-            if not 0 <= part < len(node.value):
-                break
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
-            pairs = [(str(key.value), key, value) for key, value in node.value]
-            found = [pair for pair in pairs if pair[0] == part] or [
-                pair for pair in pairs if pair[0].casefold() == part.casefold()
-            ]
-            if not found:
-                break
-            _, key_node, node = found[0]
-            line = key_node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def _header(source: str, index: int, raw: object) -> str:
     """`<source>: entry <n> (<gvk>)`, the GVK read leniently so that every error shows it."""
     if not isinstance(raw, Mapping):
@@ -614,17 +581,6 @@ def _header(source: str, index: int, raw: object) -> str:
         if gvk.version or gvk.kind
         else f"{source}: entry {index}"
     )
-
-
-def _document(text: str, source: str) -> tuple[yaml.Node | None, Any]:
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        return node, (None if node is None else loader.construct_document(node))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: invalid YAML {describe_yaml_error(exc)}") from None
-    finally:
-        loader.dispose()
 
 
 def parse(
@@ -668,19 +624,19 @@ def parse(
         default_reconcile_timeout=default_reconcile_timeout,
     )
     expanded, expansions = expand_traced(text, environ)
-    root, data = _document(expanded, source)
+    root, data = load_document(expanded, source=source)
     if root is None:
         raise ConfigError(f"{source}: is empty; expected a list of watches")
     if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
         raise ConfigError(
-            f"{source}: expected a list of watches, got {describe(data)} (line {_line(root, ())})"
+            f"{source}: expected a list of watches, got {describe(data)} (line {line_of(root, ())})"
         )
     seen: dict[GVK, int] = {}
     watches: list[Watch] = []
     for index, (raw, node) in enumerate(zip(data, root.value, strict=True), start=1):
         header = _header(source, index, raw)
         warns: list[FieldError] = []
-        inside = [(e, path) for e in expansions if (path := _path_at(node, e.line)) is not None]
+        inside = [(e, path) for e in expansions if (path := path_at(node, e.line)) is not None]
         try:
             watch = _entry(raw, ctx, seen, warns)
         except FieldError as exc:
@@ -698,33 +654,7 @@ def parse(
 
 def _located(problem: FieldError, node: yaml.Node, hints: str = "") -> str:
     key = f"{problem.key}: " if problem.path else ""
-    return f"{key}{problem.problem}{hints} (line {_line(node, problem.path)})"
-
-
-def _last_line(node: yaml.Node) -> int:
-    """1-based last line of `node` (its end mark is just past it)."""
-    end = node.end_mark
-    return end.line + 1 if end.column > 0 else max(end.line, node.start_mark.line + 1)
-
-
-def _path_at(node: yaml.Node, line: int) -> FieldPath | None:
-    """The path of the deepest key under `node` whose key or value spans `line`; None
-    when the line is not inside any key of the entry (a comment between entries)."""
-    if not node.start_mark.line + 1 <= line <= _last_line(node):
-        return None
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if key.start_mark.line + 1 <= line <= _last_line(value):
-                below = _path_at(value, line)
-                return (str(key.value), *(below or ()))
-        return None
-    if isinstance(node, yaml.SequenceNode):
-        for position, item in enumerate(node.value):
-            below = _path_at(item, line)
-            if below is not None or item.start_mark.line + 1 == line:
-                return (position, *(below or ()))
-        return None
-    return ()
+    return f"{key}{problem.problem}{hints} (line {line_of(node, problem.path)})"
 
 
 def load(

@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
         if parts[0] in ("integration", "e2e"):
             item.add_marker(getattr(pytest.mark, parts[0]))
+        if parts[:2] == ("integration", "engine"):
+            item.add_marker(pytest.mark.engine)
 
 
 @pytest.fixture(scope="session")
@@ -118,3 +120,18 @@ async def kube(kubeconfig: Path, memcached_crd: Any) -> AsyncIterator[Any]:
     client = await KubeClient.connect(kubeconfig=str(kubeconfig))
     yield client
     await client.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """With `--durations`, the slowest test modules as well (see support.timing)."""
+    if not config.getoption("durations"):
+        return
+    from support.timing import seconds_per_module, summary
+
+    reports = [report for found in terminalreporter.stats.values() for report in found]
+    totals = seconds_per_module(reports)
+    if totals:
+        terminalreporter.write_sep("=", "slowest test modules (set-up, calls, tear-down)")
+        for line in summary(totals):
+            terminalreporter.write_line(line)

@@ -1,9 +1,9 @@
 """One controller per watch: informer events -> predicates -> work queue -> workers.
 
 Workers take keys from the queue (a key is never processed twice at once), run the
-reconciler inside the global concurrency limit, and apply controller-runtime's table:
-error -> rate-limited requeue (a requeue-after is ignored); requeue_after -> forget and
-add after the delay; success -> forget.
+reconciler inside the global concurrency limit, and apply its outcome to the queue as
+controller-runtime does: Done -> forget the key's backoff; RequeueAfter -> forget and add
+after the delay; Retry -> rate-limited requeue; Terminal -> forget, no requeue.
 """
 
 from __future__ import annotations
@@ -11,27 +11,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
-from runner.engine.predicates import should_reconcile
+from runner.engine.gate import ReloadGate
+from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, result_label
+from runner.engine.predicates import selected, should_reconcile
 from runner.engine.queue import WorkQueue
-from runner.engine.reconciler import Outcome, Reconciler, RunSettings
+from runner.engine.reconciler import Reconciler, RunSettings
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import Conflict, Unavailable
 from runner.k8s.informer import DELETED, Informer
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import ControllerMetrics, OperatorMetrics
 from runner.structs import NamespacedName
+from runner.structs.bodies import object_key
 from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.controller")
-
-
-def object_key(obj: Mapping[str, Any]) -> NamespacedName:
-    meta = obj.get("metadata") or {}
-    return NamespacedName(namespace=str(meta.get("namespace") or ""), name=str(meta["name"]))
 
 
 class Controller:
@@ -57,6 +54,8 @@ class Controller:
             metrics.controller(self.name, workers=self._workers) if metrics else None
         )
         self.queue: WorkQueue[NamespacedName] = WorkQueue(metrics=self._metrics)
+        # Live reload holds new runs here while it checks an edit of the watch's files.
+        self.gate = ReloadGate(self.name)
         # The selector is applied by the predicates (as the original does), so the
         # informer sees every object and notices labels that start to match.
         self.informer = Informer(
@@ -69,17 +68,12 @@ class Controller:
             settings=settings,
             read=self.informer.get,
             events=events,
-            edits=lambda: self.edits,
+            gate=self.gate,
         )
         self._global_limit = global_limit
         self._tasks: list[asyncio.Task[None]] = []
-        self._running = asyncio.Event()
-        self._running.set()
         self.active = 0
         self.reconciles = 0
-        self.edits = 0  # edits of the role/playbook files seen by live reload
-        self._checking = False  # an edit is waiting for the reloader's check
-        self._paused: str | None = None  # why runs are held (a broken file)
         self.admit: Callable[[NamespacedName], bool] = lambda _key: True
         """Asked right before each reconcile; False skips the key without forgetting or
         requeueing it (sharding: the key is being handed over to another replica)."""
@@ -110,40 +104,11 @@ class Controller:
     async def wait_synced(self) -> None:
         await self.informer.synced.wait()
 
-    def note_edit(self) -> None:
-        """A file the runs read just changed (live reload): hold new runs until the
-        reloader has checked it (`checked`), and let runs in flight know (the reconciler
-        compares `edits` before and after a run)."""
-        self.edits += 1
-        self._checking = True
-        self._running.clear()
-
-    def checked(self) -> None:
-        """The reloader has checked the edits noted so far; `pause` may follow."""
-        self._checking = False
-        if self._paused is None:
-            self._running.set()
-
-    def pause(self, reason: str) -> None:
-        """Hold new reconciles (runs in flight finish) until `resume`: a role being edited
-        is broken, and running it would only turn every CR to Failure."""
-        if self._paused is None:
-            log.warning("%s: reconciles paused: %s", self.name, reason)
-        self._paused = reason
-        self._running.clear()
-
-    def resume(self) -> None:
-        if self._paused is not None:
-            log.info("%s: reconciles resumed", self.name)
-        self._paused = None
-        if not self._checking:
-            self._running.set()
-
     async def _worker(self) -> None:
         while True:
             key = await self.queue.get()
             try:
-                await self._running.wait()
+                await self.gate.wait()
                 if self._global_limit is None:
                     outcome = await self._admitted(key)
                 else:
@@ -160,19 +125,14 @@ class Controller:
     async def _reconcile(self, key: NamespacedName) -> Outcome:
         self.active += 1
         started = self._metrics.started() if self._metrics else 0.0
-        outcome = Outcome(error="cancelled")
+        outcome: Outcome = Retry("cancelled")
         try:
             outcome = await self.reconciler.reconcile(key)
         except asyncio.CancelledError:
             raise
-        except (Conflict, Unavailable) as err:
-            # Routine (others kept writing the CR; the API server is restarting): one line,
-            # and the key is retried with backoff.
-            log.warning("reconcile of %s %s: %s", self.watch.gvk.kind, key, err)
-            outcome = Outcome(error=str(err))
-        except Exception as err:  # a broken CR must never stop the controller
+        except Exception as err:  # a bug; a broken CR must never stop the controller
             log.exception("reconcile of %s %s raised", self.watch.gvk.kind, key)
-            outcome = Outcome(error=f"{type(err).__name__}: {err}")
+            outcome = Retry(f"{type(err).__name__}: {err}")
         finally:
             self.active -= 1
             self.reconciles += 1
@@ -180,30 +140,37 @@ class Controller:
                 self._metrics.finished(
                     self.watch.gvk,
                     started,
-                    result=_result_label(outcome),
+                    result=result_label(outcome),
                     manages_status=self.watch.manage_status,
+                    terminal=isinstance(outcome, Terminal),
                 )
         return outcome
 
     def _apply(self, key: NamespacedName, outcome: Outcome) -> None:
-        if outcome.error is not None:
-            delay = self.queue.add_rate_limited(key)
-            log.info(
-                "requeue %s %s in %.1f s after error (retry %d)",
-                self.watch.gvk.kind,
-                key,
-                delay,
-                self.queue.num_requeues(key),
-            )
-            return
-        self.queue.forget(key)
-        if outcome.requeue_after is not None:
-            self.queue.add_after(key, outcome.requeue_after)
+        """controller-runtime's table: what the queue does with `key` after `outcome`."""
+        match outcome:
+            case Done() | Terminal():
+                self.queue.forget(key)
+            case RequeueAfter(delay=delay):
+                self.queue.forget(key)
+                self.queue.add_after(key, delay)
+            case Retry(routine=routine):
+                delay = self.queue.add_rate_limited(key)
+                log.log(
+                    logging.DEBUG if routine else logging.INFO,
+                    "requeue %s %s in %.1f s after %s (retry %d)",
+                    self.watch.gvk.kind,
+                    key,
+                    delay,
+                    "a conflict" if routine else "error",
+                    self.queue.num_requeues(key),
+                )
 
     def enqueue_all(self) -> None:
-        """Reconcile every known CR again (a new leader starts from its cache)."""
-        for key in self.informer:
-            self.queue.add(key)
+        """Reconcile again every known CR the watch's selector selects (its role changed)."""
+        for obj in self.informer.list():
+            if selected(obj, self.watch.selector):
+                self.queue.add(object_key(obj))
 
     async def stop(self, *, timeout: float, cut_off: asyncio.Event | None = None) -> None:
         """Stop taking work; let reconciles in flight finish for up to `timeout` s (or
@@ -224,9 +191,3 @@ class Controller:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-
-
-def _result_label(outcome: Outcome) -> str:
-    if outcome.error is not None:
-        return "error"
-    return "requeue_after" if outcome.requeue_after is not None else "success"

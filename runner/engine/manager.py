@@ -22,7 +22,8 @@ from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.observability.events import EventRecorder
 from runner.observability.metrics import OperatorMetrics
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
+from runner.structs.bodies import object_key
 from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.manager")
@@ -57,6 +58,8 @@ class Manager:
         self._events = events
         self.on_controller: Callable[[Controller], None] = lambda _controller: None
         """Called with every controller before it starts (the proxy shares its cache)."""
+        self.on_controller_stopped: Callable[[Controller], None] = lambda _controller: None
+        """Called with every controller a live reload stops, as it starts stopping."""
         self.controllers = [self._make(watch) for watch in watches]
 
     def _make(self, watch: Watch) -> Controller:
@@ -88,6 +91,7 @@ class Manager:
         if controller is None:
             return
         self.controllers.remove(controller)
+        self.on_controller_stopped(controller)
         await controller.stop(timeout=self._graceful)
 
     async def replace(self, watch: Watch) -> None:
@@ -111,10 +115,9 @@ class Manager:
                 log.error("cannot release finalizer %s of %s: %s", finalizer, gvk.kind, err)
                 continue
             for obj in items:
-                meta = obj.get("metadata") or {}
-                deleting = bool(meta.get("deletionTimestamp"))
-                if (deleting or not only_deleting) and finalizer in (meta.get("finalizers") or []):
-                    key = NamespacedName(meta.get("namespace") or "", str(meta.get("name")))
+                deleting = bool(bodies.deletion_timestamp(obj))
+                if (deleting or not only_deleting) and finalizer in bodies.finalizers(obj):
+                    key = object_key(obj)
                     if await self._drop_finalizer(gvk, obj, finalizer):
                         released.append(key)
         if released:
@@ -130,17 +133,18 @@ class Manager:
         return released
 
     async def _drop_finalizer(self, gvk: GVK, obj: dict[str, Any], finalizer: str) -> bool:
-        name = str(obj["metadata"]["name"])
-        namespace = obj["metadata"].get("namespace") or None
+        key = object_key(obj)
+        name, namespace = key.name, key.namespace or None
         for _ in range(5):
-            meta = obj.get("metadata") or {}
-            finalizers = list(meta.get("finalizers") or [])
+            finalizers = bodies.finalizers(obj)
             if finalizer not in finalizers:
                 return False
             # The resourceVersion makes the patch fail on a concurrent change rather than
             # drop someone else's finalizer.
             kept = [f for f in finalizers if f != finalizer]
-            body = {"metadata": {"finalizers": kept, "resourceVersion": meta["resourceVersion"]}}
+            body = {
+                "metadata": {"finalizers": kept, "resourceVersion": bodies.resource_version(obj)}
+            }
             try:
                 await self._client.patch(gvk, name=name, namespace=namespace, body=body)
                 return True

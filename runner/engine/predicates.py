@@ -11,16 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.labelselector import LabelSelector, selector_matches
+from runner.structs import bodies
 
 
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    meta = (obj or {}).get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
-    labels = _meta(obj).get("labels")
-    return labels if isinstance(labels, Mapping) else {}
+def selected(obj: Mapping[str, Any], selector: LabelSelector | None) -> bool:
+    """True when the watch's selector (None: everything) selects `obj` by its labels."""
+    return selector_matches(selector, bodies.labels(obj))
 
 
 def should_reconcile(
@@ -32,16 +28,16 @@ def should_reconcile(
     watch_annotations: bool,
 ) -> bool:
     """True when the event should put the object's key on the work queue."""
-    matches = selector_matches(selector, _labels(new))
+    matches = selected(new, selector)
     if event == "DELETED":
         return matches
     if not matches:
         return False
     if event == "ADDED" or old is None:
         return True
-    if not selector_matches(selector, _labels(old)):
+    if not selected(old, selector):
         return True
-    new_meta, old_meta = _meta(new), _meta(old)
+    new_meta, old_meta = bodies.metadata(new), bodies.metadata(old)
     generation = new_meta.get("generation")
     if generation is None or generation != old_meta.get("generation"):
         return True

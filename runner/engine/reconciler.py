@@ -2,7 +2,9 @@
 
 read CR -> skip deletions we do not own -> add our finalizer -> per-CR annotations ->
 Running condition -> extra-vars -> Ansible run -> finalizer removal -> final conditions
--> what to do next (an `Outcome` the controller applies to its work queue).
+-> what to do next: an `Outcome` value (`outcome.py`) the controller applies to its work
+queue. A reconcile returns one whatever happens; the project's errors it meets on the way
+become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it.
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from runner.ansible.backend import AnsibleBackend
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
 from runner.durations import format_duration, parse_duration
-from runner.errors import AnsibleRunError
+from runner.engine.gate import ReloadGate
+from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, outcome_of
+from runner.errors import AnsibleOperatorError, AnsibleRunError, ReconcileError
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError, Conflict, NotFound
+from runner.k8s.errors import Conflict, NotFound
 from runner.observability.events import EventRecorder
 from runner.redact import redact_message
 from runner.status import conditions
-from runner.structs import NamespacedName
+from runner.structs import NamespacedName, bodies
+from runner.structs.bodies import object_key
 from runner.vars import build_extra_vars
 from runner.watches import Watch, env_suffix
 
@@ -42,14 +47,6 @@ DELETED_DURING_RUN_DELAY = 5.0
 _STATUS_WRITE_ATTEMPTS = 5
 
 Reader = Callable[[NamespacedName], Mapping[str, Any] | None]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the controller does with the key afterwards (controller-runtime's Result)."""
-
-    requeue_after: float | None = None
-    error: str | None = None
 
 
 class _RunTimedOut(Exception):
@@ -83,14 +80,9 @@ class _PerCR:
     max_artifacts: int
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return dict(meta) if isinstance(meta, Mapping) else {}
-
-
 def per_cr_settings(watch: Watch, obj: Mapping[str, Any]) -> _PerCR:
     """Apply the per-CR annotations; raise ValueError naming the bad annotation."""
-    annotations = _meta(obj).get("annotations") or {}
+    annotations = bodies.annotations(obj)
     period = watch.reconcile_period
     verbosity = watch.ansible_verbosity
     max_artifacts = watch.max_runner_artifacts
@@ -141,11 +133,11 @@ class Reconciler:
         settings: RunSettings,
         read: Reader,
         events: EventRecorder | None = None,
-        edits: Callable[[], int] = lambda: 0,
+        gate: ReloadGate | None = None,
     ) -> None:
         self.watch = watch
-        # Counts edits of the watch's role/playbook files (live reload); see `_edited`.
-        self._edits = edits
+        # Live reload's: tells whether a run that could not start had its files edited.
+        self._gate = gate or ReloadGate(f"{watch.gvk.kind}-reconciler")
         self._client = client
         self._backend = backend
         self._settings = settings
@@ -153,24 +145,42 @@ class Reconciler:
         self._events = events
 
     async def reconcile(self, key: NamespacedName) -> Outcome:
+        """Reconcile the CR `key`; what to do with the key next."""
+        try:
+            return await self._reconcile(key)
+        except AnsibleOperatorError as err:
+            outcome = outcome_of(err)
+        kind = self.watch.gvk.kind
+        match outcome:
+            case Retry(reason=reason, routine=True):
+                log.info("reconcile %s %s: %s; retried", kind, key, reason)
+            case Retry(reason=reason):
+                log.warning("reconcile %s %s: %s", kind, key, reason)
+            case Terminal(reason=reason):
+                log.error("reconcile %s %s: %s; not retried until it changes", kind, key, reason)
+                obj = self._read(key)
+                if obj is not None:
+                    await self._event(obj, "Warning", "ReconcileFailed", reason)
+        return outcome
+
+    async def _reconcile(self, key: NamespacedName) -> Outcome:
         started = time.monotonic()
         obj = self._read(key)
         if obj is None:
             log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
             await self._backend.forget(self.watch.gvk, key.namespace, key.name)
-            return Outcome()
-        meta = _meta(obj)
+            return Done()
         finalizer = self.watch.finalizer
-        finalizers = list(meta.get("finalizers") or [])
-        deleting = bool(meta.get("deletionTimestamp"))
+        finalizers = bodies.finalizers(obj)
+        deleting = bool(bodies.deletion_timestamp(obj))
         if deleting and (finalizer is None or finalizer.name not in finalizers):
             log.debug("%s %s is being deleted without our finalizer", self.watch.gvk.kind, key)
-            return Outcome()
+            return Done()
         if finalizer is not None and not deleting and finalizer.name not in finalizers:
             try:
                 obj = await self._set_finalizers(obj, [*finalizers, finalizer.name])
             except NotFound:
-                return Outcome()
+                return Done()
 
         try:
             per_cr = per_cr_settings(self.watch, obj)
@@ -178,20 +188,18 @@ class Reconciler:
             reason = str(err)
             await self._write_status(key, lambda st: self._failed(st, reason, None))
             self._log_end(key, started, "error", reason)
-            return Outcome(error=reason)
+            return Retry(reason)
 
-        edits = self._edits()
-        # The status as the API had it before this run (the cache may be a write behind).
-        before: list[Mapping[str, Any] | None] = [None]
-
-        def running(status: Mapping[str, Any] | None) -> dict[str, Any]:
-            before[0] = status
-            return conditions.running(status, now=_now())
-
+        mark = self._gate.mark()
+        # The status before this run: as the API had it (the cache may be a write behind)
+        # once the Running condition is written.
+        before = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
         if self.watch.manage_status:
             try:
-                await self._write_status(key, running, known=obj)
-            except Conflict as err:  # the run matters more than the Running condition
+                before, _ = await self._update_status(
+                    key, lambda st: conditions.running(st, now=_now()), known=obj
+                )
+            except ReconcileError as err:  # the run matters more than the Running condition
                 log.warning("reconcile %s %s: %s", self.watch.gvk.kind, key, err)
 
         log.info(
@@ -207,21 +215,22 @@ class Reconciler:
             await self._write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "timed out", message)
-            return Outcome(error=message)
+            return Retry(message)
         except AnsibleRunError as err:
             message = f"Unable to run reconciliation: {err}"
-            if await self._edited(key, before[0], edits, message):
-                return Outcome()
+            if await self._interrupted(key, mark, before, message):
+                return Done()
             await self._write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "error", message)
-            return Outcome(error=message)
+            return Retry(message)
 
-        if result.error is not None and await self._edited(key, before[0], edits, result.error):
-            return Outcome()
+        if result.error is not None and await self._interrupted(key, mark, before, result.error):
+            return Done()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
-        if outcome.error is not None:
-            await self._event(obj, "Warning", "ReconcileFailed", outcome.error)
+        failed = isinstance(outcome, Retry)
+        if isinstance(outcome, Retry):
+            await self._event(obj, "Warning", "ReconcileFailed", outcome.reason)
         elif result.changed or _was_failing(obj):
             await self._event(
                 obj,
@@ -236,7 +245,7 @@ class Reconciler:
             "reconcile %s %s: %s in %.2f s (ok=%d changed=%d skipped=%d failed=%d)",
             self.watch.gvk.kind,
             key,
-            "failed" if outcome.error else "succeeded",
+            "failed" if failed else "succeeded",
             seconds,
             result.ok,
             result.changed,
@@ -244,7 +253,7 @@ class Reconciler:
             result.failures,
             extra={
                 **self._fields(key, deleting=deleting),
-                "result": "failed" if outcome.error else "succeeded",
+                "result": "failed" if failed else "succeeded",
                 "duration_s": round(seconds, 3),
                 "ok": result.ok,
                 "changed": result.changed,
@@ -313,7 +322,7 @@ class Reconciler:
         if result.error is not None:
             # No stats: nothing trustworthy to report; the status is left as it is.
             log.error("reconcile %s %s: %s", self.watch.gvk.kind, key, result.error)
-            return Outcome(error=result.error)
+            return Retry(result.error)
         ansible_result = conditions.AnsibleResult(
             ok=result.ok,
             changed=result.changed,
@@ -326,34 +335,33 @@ class Reconciler:
                 log.error("task failed: %s: %s", task.task, task.msg)
             message = result.failure_message
             await self._write_status(key, lambda st: self._failed(st, message, ansible_result))
-            return Outcome(error=message)
+            return Retry(message)
 
         if deleting and self.watch.finalizer is not None:
             await self._remove_finalizer(key, self.watch.finalizer.name)
-            return Outcome()
+            return Done()
 
         current = await self._write_status(
             key,
             lambda st: conditions.succeeded(st, result=ansible_result, now=_now()),
             known=self._read(key),
         )
-        if current is not None and _meta(current).get("deletionTimestamp"):
-            return Outcome(requeue_after=DELETED_DURING_RUN_DELAY)
+        if current is not None and bodies.deletion_timestamp(current):
+            return RequeueAfter(DELETED_DURING_RUN_DELAY)
         if result.requeue_after is not None:
-            return Outcome(requeue_after=result.requeue_after)
-        return Outcome(requeue_after=per_cr.period if per_cr.period > 0 else None)
+            return RequeueAfter(result.requeue_after)
+        return RequeueAfter(per_cr.period) if per_cr.period > 0 else Done()
 
-    async def _edited(
-        self, key: NamespacedName, before: Mapping[str, Any] | None, edits: int, message: str
+    async def _interrupted(
+        self, key: NamespacedName, mark: int, before: Mapping[str, Any] | None, message: str
     ) -> bool:
         """True when a run that could not start (no stats) had its role edited under it.
 
-        Then the status goes back to what it was before the run: the reloader checks the
+        Then live reload has put the status back as it was before the run: it checks the
         edit and reconciles every CR again once it is good, so a half-saved file never
         turns CRs to Failure."""
-        if self._edits() == edits:
+        if not await self._gate.interrupted(key, mark=mark, before=before):
             return False
-        await self._write_status(key, lambda st: conditions.restored(st, before))
         log.warning(
             "reconcile %s %s: role edited during the run, status kept until the edit is "
             "reloaded: %s",
@@ -377,7 +385,6 @@ class Reconciler:
 
     def _request(self, obj: Mapping[str, Any], per_cr: _PerCR, *, deleting: bool) -> RunRequest:
         watch = self.watch
-        meta = _meta(obj)
         finalizer = watch.finalizer if deleting else None
         role, playbook = watch.role, watch.playbook
         if finalizer is not None and (finalizer.role or finalizer.playbook):
@@ -392,8 +399,8 @@ class Reconciler:
             envvars["KUBECONFIG"] = self._settings.kubeconfig
         return RunRequest(
             gvk=watch.gvk,
-            namespace=str(meta.get("namespace") or ""),
-            name=str(meta.get("name") or ""),
+            namespace=bodies.namespace(obj),
+            name=bodies.name(obj),
             extravars=extravars,
             role=Path(role) if role else None,
             playbook=Path(playbook) if playbook else None,
@@ -407,23 +414,28 @@ class Reconciler:
     # -- API writes -----------------------------------------------------------------
 
     async def _set_finalizers(self, obj: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-        meta = _meta(obj)
+        key = object_key(obj)
         # The resourceVersion makes the merge patch fail on a concurrent change instead of
         # silently dropping someone else's finalizer.
         return await self._client.patch(
             self.watch.gvk,
-            name=str(meta["name"]),
-            namespace=meta.get("namespace") or None,
+            name=key.name,
+            namespace=key.namespace or None,
             body={
-                "metadata": {"finalizers": names, "resourceVersion": meta.get("resourceVersion")}
+                "metadata": {
+                    "finalizers": names,
+                    "resourceVersion": bodies.resource_version(obj) or None,
+                }
             },
         )
 
     async def _remove_finalizer(self, key: NamespacedName, name: str) -> None:
-        for _ in range(_STATUS_WRITE_ATTEMPTS):
+        """Remove our finalizer, re-reading the CR on a conflict: a requeue would run the
+        finalizer's role again for a write that only lost a race."""
+        for attempt in range(1, _STATUS_WRITE_ATTEMPTS + 1):
             try:
                 obj = await self._get(key)
-                finalizers = list(_meta(obj).get("finalizers") or [])
+                finalizers = bodies.finalizers(obj)
                 if name not in finalizers:
                     return
                 await self._set_finalizers(obj, [f for f in finalizers if f != name])
@@ -431,9 +443,12 @@ class Reconciler:
                 return
             except NotFound:
                 return
-            except Conflict:
-                continue
-        raise APIError(409, "Conflict", f"could not remove finalizer {name} from {key}", {})
+            except Conflict as err:
+                if attempt == _STATUS_WRITE_ATTEMPTS:
+                    raise ReconcileError(
+                        f"could not remove finalizer {name} from {self.watch.gvk.kind} {key}: "
+                        f"it kept changing under {attempt} writes in a row"
+                    ) from err
 
     async def _get(self, key: NamespacedName) -> dict[str, Any]:
         return await self._client.get(
@@ -447,7 +462,19 @@ class Reconciler:
         *,
         known: Mapping[str, Any] | None = None,
     ) -> dict[str, Any] | None:
+        """`_update_status`, returning the CR as written."""
+        _, written = await self._update_status(key, update, known=known)
+        return written
+
+    async def _update_status(
+        self,
+        key: NamespacedName,
+        update: Callable[[Mapping[str, Any] | None], dict[str, Any]],
+        *,
+        known: Mapping[str, Any] | None = None,
+    ) -> tuple[Mapping[str, Any] | None, dict[str, Any] | None]:
         """Apply `update` to the latest status of the CR and PUT /status; retry conflicts.
+        Returns the status it replaced and the CR as written (None: none, or it is gone).
 
         Starting from the latest CR keeps whatever the role wrote into the status itself.
         `known` is a copy that is probably the latest (the informer's, or what the API
@@ -455,40 +482,39 @@ class Reconciler:
         PUT makes the API server refuse it if it was not; then the CR is read from the
         API. (A copy that would need no write is confirmed against the API first.)"""
         if not self.watch.manage_status:
-            return None
+            return None, None
+        conflict: Conflict | None = None
         for _ in range(_STATUS_WRITE_ATTEMPTS):
             from_api = known is None
             if known is None:
                 try:
                     obj = await self._get(key)
                 except NotFound:
-                    return None
+                    return None, None
             else:
                 obj, known = dict(known), None
-            new_status = update(
-                obj.get("status") if isinstance(obj.get("status"), Mapping) else None
-            )
+            status = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
+            new_status = update(status)
             if new_status == obj.get("status"):
                 if from_api:
-                    return obj
+                    return status, obj
                 continue
             try:
-                return await self._client.replace_status(
+                written = await self._client.replace_status(
                     self.watch.gvk, obj={**obj, "status": new_status}
                 )
             except NotFound:
-                return None
-            except Conflict:
+                return None, None
+            except Conflict as err:
+                conflict = err
                 continue
+            return status, written
         # Returning would report success with the conditions unwritten (the CR would
         # show its old state until the next period): the key is retried instead.
-        raise Conflict(
-            409,
-            "Conflict",
+        raise ReconcileError(
             f"the status of {self.watch.gvk.kind} {key} kept changing under "
-            f"{_STATUS_WRITE_ATTEMPTS} writes in a row; the reconcile is retried",
-            {},
-        )
+            f"{_STATUS_WRITE_ATTEMPTS} writes in a row; the reconcile is retried"
+        ) from conflict
 
 
 def _was_failing(obj: Mapping[str, Any]) -> bool:

@@ -3,10 +3,11 @@
 One watchdog observer watches watches.yaml, every role and playbook the watches use, the
 roles path and the user's collections path. Its events (from watchdog's thread) are
 moved onto the event loop, filtered (editor swap files, `__pycache__`, `.git`,
-artifacts) and debounced, so an editor's burst of writes is one reload. From the first
-event until the batch is checked, the watches using the file start no new run, and a run
-already in flight that fails to start (it read the file half-saved) puts the CR's status
-back as it was. Then:
+artifacts) and debounced, so an editor's burst of writes is one reload. The reloader
+works beside the controllers, through their gates (`runner.engine.gate`): from the first
+event until the batch is checked, the watches using the file start no new run, and when a
+run already in flight fails to start (it read the file half-saved) the reloader puts the
+CR's status back as it was. Then:
 
 - a role/playbook file changed: it is checked first (YAML parses; a playbook passes
   `ansible-playbook --syntax-check`). Broken: reported once, with file, line and message,
@@ -21,7 +22,8 @@ back as it was. Then:
   finalizer no watch handles any more is removed, with a warning, so that no deletion
   hangs for ever (its role does not run): from every CR of a watch whose finalizer was
   removed or renamed, and from the CRs being deleted of a removed watch (its other CRs
-  keep it, for the watch to come back).
+  keep it, for the watch to come back). The roles and playbooks of new watches are
+  watched from then on.
 """
 
 from __future__ import annotations
@@ -30,21 +32,29 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import yaml
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+from watchdog.observers.api import ObservedWatch
 
+from runner.engine.gate import ReloadGate
 from runner.engine.manager import Manager
 from runner.errors import ConfigError
-from runner.structs import GVK
+from runner.k8s.client import KubeClient
+from runner.k8s.errors import Conflict, NotFound
+from runner.status import conditions
+from runner.structs import GVK, NamespacedName
 from runner.watches import Watch, spec_template_warning
 
 log = logging.getLogger("ansible-operator.reload")
 
 DEBOUNCE_SECONDS = 0.5
+_RESTORE_ATTEMPTS = 5
 _IGNORED_DIRS = frozenset(("__pycache__", ".git", "artifacts", ".mypy_cache", ".pytest_cache"))
 _YAML_SUFFIXES = (".yml", ".yaml")
 
@@ -172,6 +182,7 @@ class Reloader:
         self,
         manager: Manager,
         *,
+        client: KubeClient,
         watches_file: Path,
         load_watches: WatchesLoader,
         shared_paths: Iterable[Path],
@@ -179,6 +190,7 @@ class Reloader:
         environ: dict[str, str] | None = None,
     ) -> None:
         self._manager = manager
+        self._client = client
         self._watches_file = watches_file.resolve()
         self._load = load_watches
         self._shared = [p.resolve() for p in shared_paths if p.exists()]
@@ -190,21 +202,34 @@ class Reloader:
         self._timer: asyncio.TimerHandle | None = None
         self._broken: dict[Path, str] = {}  # file -> the error reported for it
         self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._handler: _Forwarder | None = None
+        self._scheduled: dict[tuple[Path, bool], ObservedWatch] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
 
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
         observer = Observer()
-        handler = _Forwarder(loop, self._changed)
-        roots = self._roots()
-        for root, recursive in roots:
-            observer.schedule(handler, str(root), recursive=recursive and root.is_dir())
         observer.daemon = True
         observer.start()
         self._observer = observer
+        self._handler = _Forwarder(asyncio.get_running_loop(), self._changed)
+        roots = self._watch_roots()
         shown = (f"{root}{os.sep}**" if recursive else str(root) for root, recursive in roots)
         log.info("live reload on: watching %s", ", ".join(shown))
+
+    def _watch_roots(self) -> list[tuple[Path, bool]]:
+        """Watch the roots the current watches need (and no others); return them."""
+        roots = self._roots()
+        if self._observer is None or self._handler is None:
+            return roots
+        for root in set(self._scheduled) - set(roots):
+            self._observer.unschedule(self._scheduled.pop(root))
+        for path, recursive in roots:
+            if (path, recursive) not in self._scheduled:
+                self._scheduled[path, recursive] = self._observer.schedule(
+                    self._handler, str(path), recursive=recursive and path.is_dir()
+                )
+        return roots
 
     async def stop(self) -> None:
         if self._timer is not None:
@@ -213,6 +238,7 @@ class Reloader:
             self._observer.stop()
             await asyncio.to_thread(self._observer.join, 5)
             self._observer = None
+            self._scheduled.clear()
         for task in list(self._tasks):
             task.cancel()
 
@@ -225,9 +251,9 @@ class Reloader:
         # batch is checked, and tell runs in flight now, not after the debounce, so that
         # such a run keeps the CR's status (see the reconciler).
         for gvk in affected(path, self._watches, self._shared):
-            controller = self._manager.controller(gvk)
-            if controller is not None:
-                controller.note_edit()
+            gate = self._gate(gvk)
+            if gate is not None:
+                gate.note_edit()
                 self._held.add(gvk)
         self._pending.add(path)
         if self._timer is not None:
@@ -248,9 +274,18 @@ class Reloader:
             await self.apply(paths)
         finally:
             for gvk in held - self._held:  # not edited again meanwhile
-                controller = self._manager.controller(gvk)
-                if controller is not None:
-                    controller.checked()
+                gate = self._gate(gvk)
+                if gate is not None:
+                    gate.checked()
+
+    def _gate(self, gvk: GVK) -> ReloadGate | None:
+        """The gate of the controller of `gvk` (None: no such watch), whose interrupted
+        runs this reloader restores."""
+        controller = self._manager.controller(gvk)
+        if controller is None:
+            return None
+        controller.gate.attach(partial(restore_status, self._client, controller.watch))
+        return controller.gate
 
     async def apply(self, paths: set[Path]) -> None:
         """Handle one debounced batch of changed paths."""
@@ -293,6 +328,7 @@ class Reloader:
         for watch in (*changed, *added):
             if (warning := spec_template_warning(watch)) is not None:
                 log.warning("%s", warning)
+        self._watch_roots()
 
     async def _files_changed(self, files: set[Path]) -> None:
         targets: set[GVK] = set()
@@ -311,9 +347,8 @@ class Reloader:
             for path in files:
                 self._broken[path] = problems[0]
             for gvk in targets:
-                controller = self._manager.controller(gvk)
-                if controller is not None:
-                    controller.pause(problems[0])
+                if (gate := self._gate(gvk)) is not None:
+                    gate.pause(problems[0])
             return
         if self._broken:
             return  # another file is still broken
@@ -321,7 +356,7 @@ class Reloader:
             controller = self._manager.controller(gvk)
             if controller is None:
                 continue
-            controller.resume()
+            controller.gate.resume()
             controller.enqueue_all()
             log.info("reloaded: reconciling every %s again", gvk.kind)
 
@@ -333,6 +368,29 @@ class Reloader:
                 if problem:
                     problems.append(problem)
         return problems
+
+
+async def restore_status(
+    client: KubeClient, watch: Watch, key: NamespacedName, before: Mapping[str, Any] | None
+) -> None:
+    """Give the CR `key` of `watch` the conditions its status had in `before` again (what
+    the role wrote into the status stays): its run read a file being edited."""
+    if not watch.manage_status:
+        return
+    for _ in range(_RESTORE_ATTEMPTS):
+        try:
+            obj = await client.get(watch.gvk, name=key.name, namespace=key.namespace or None)
+            status = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
+            restored = conditions.restored(status, before)
+            if restored == status:
+                return
+            await client.replace_status(watch.gvk, obj={**obj, "status": restored})
+            return
+        except NotFound:
+            return
+        except Conflict:
+            continue
+    log.warning("%s %s: status not put back, it kept changing", watch.gvk.kind, key)
 
 
 async def syntax_check(playbook: Path, environ: dict[str, str] | None) -> str | None:

@@ -30,7 +30,8 @@ from kubernetes_asyncio import config as k8s_config
 from runner.errors import ConfigError
 from runner.k8s.errors import APIError, NotFound, Unavailable, from_response, from_status
 from runner.k8s.kubeconfig import locate
-from runner.structs import GVK
+from runner.structs import GVK, bodies
+from runner.structs.bodies import object_key
 
 log = logging.getLogger("ansible-operator.k8s")
 
@@ -95,6 +96,7 @@ class KubeClient:
         self._refresher = refresher
         self._discovery: dict[tuple[str, str], dict[str, APIResource]] = {}
         self._discovery_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._forwarding: aiohttp.ClientSession | None = None
 
     # -- connecting -------------------------------------------------------------------
 
@@ -136,6 +138,9 @@ class KubeClient:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._refresher
             self._refresher = None
+        if self._forwarding is not None:
+            await self._forwarding.close()
+            self._forwarding = None
         await self._api.close()
 
     async def __aenter__(self) -> KubeClient:
@@ -207,8 +212,10 @@ class KubeClient:
             kwargs["server_hostname"] = self.tls_server_name
         if getattr(conf, "proxy", None):
             kwargs["proxy"] = conf.proxy
+        if getattr(conf, "proxy_headers", None):
+            kwargs["proxy_headers"] = conf.proxy_headers
         try:
-            response: aiohttp.ClientResponse = await self._api.rest_client.pool_manager.request(
+            response: aiohttp.ClientResponse = await self._forwarding_session().request(
                 method,
                 self.server + path,
                 params=list(query),
@@ -220,6 +227,24 @@ class KubeClient:
         except _TRANSPORT_ERRORS as err:
             raise _unavailable(err) from err
         return response
+
+    def _forwarding_session(self) -> aiohttp.ClientSession:
+        """The connection pool `forward` sends on: our own, made like the library's own
+        pool (same TLS settings, connection limit, environment proxies and read buffer)
+        but not reached through its private attributes. Made on first use, inside the
+        running event loop."""
+        if self._forwarding is None or self._forwarding.closed:
+            conf = self._api.configuration
+            self._forwarding = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=conf.connection_pool_maxsize, ssl=self.ssl_context()
+                ),
+                trust_env=True,
+                # Watch events of large objects exceed aiohttp's default read buffer
+                # (etcd allows requests up to 1.5 MiB).
+                read_bufsize=2**21,
+            )
+        return self._forwarding
 
     # -- discovery --------------------------------------------------------------------
 
@@ -327,9 +352,8 @@ class KubeClient:
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
                 items.append(item)
-            meta = page.get("metadata") or {}
-            resource_version = str(meta.get("resourceVersion") or resource_version)
-            token = str(meta.get("continue") or "")
+            resource_version = bodies.resource_version(page) or resource_version
+            token = str(bodies.metadata(page).get("continue") or "")
             if not token:
                 return items, resource_version
 
@@ -401,24 +425,22 @@ class KubeClient:
     ) -> dict[str, Any]:
         """POST `body`; `namespace` defaults to the body's own metadata.namespace."""
         res = await self.resource(gvk)
-        ns = namespace or (body.get("metadata") or {}).get("namespace")
+        ns = namespace or bodies.namespace(body)
         return await self._json("POST", res.path(namespace=ns), body=body)
 
     async def replace(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT `obj` (with its metadata.resourceVersion: Conflict when stale)."""
         res = await self.resource(gvk)
-        meta = obj.get("metadata") or {}
-        path = res.path(namespace=meta.get("namespace"), name=str(meta["name"]))
+        key = object_key(obj)
+        path = res.path(namespace=key.namespace, name=key.name)
         return await self._json("PUT", path, body=obj)
 
     async def replace_status(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT `obj` to the status subresource; its metadata.resourceVersion makes a
         stale write fail with Conflict instead of overwriting a newer status."""
         res = await self.resource(gvk)
-        meta = obj.get("metadata") or {}
-        path = res.path(
-            namespace=meta.get("namespace"), name=str(meta["name"]), subresource="status"
-        )
+        key = object_key(obj)
+        path = res.path(namespace=key.namespace, name=key.name, subresource="status")
         return await self._json("PUT", path, body=obj)
 
     async def patch(

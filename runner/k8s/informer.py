@@ -21,12 +21,13 @@ import builtins
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Gone
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
+from runner.structs.bodies import object_key
 
 log = logging.getLogger("ansible-operator.informer")
 
@@ -41,11 +42,6 @@ BOOKMARK = "BOOKMARK"
 _ALL: str | None = None
 
 
-def object_key(obj: Mapping[str, Any]) -> NamespacedName:
-    meta = obj.get("metadata") or {}
-    return NamespacedName(namespace=str(meta.get("namespace") or ""), name=str(meta["name"]))
-
-
 def strip(obj: dict[str, Any]) -> dict[str, Any]:
     """`obj` without metadata.managedFields (a shallow copy when there were some)."""
     meta = obj.get("metadata")
@@ -53,10 +49,6 @@ def strip(obj: dict[str, Any]) -> dict[str, Any]:
         meta = {k: v for k, v in meta.items() if k != "managedFields"}
         return {**obj, "metadata": meta}
     return obj
-
-
-def _resource_version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class Informer:
@@ -254,7 +246,7 @@ class Informer:
             key = object_key(obj)
             seen.add(key)
             old = self._store.get(key)
-            if old is not None and _resource_version(old) == _resource_version(obj):
+            if old is not None and bodies.resource_version(old) == bodies.resource_version(obj):
                 continue
             self._store[key] = obj
             self._emit(ADDED if old is None else MODIFIED, obj, old)
@@ -282,7 +274,7 @@ class Informer:
             async for kind, obj in watch:
                 events += 1
                 self._apply(kind, obj)
-                resource_version = _resource_version(obj)
+                resource_version = bodies.resource_version(obj)
                 if resource_version:
                     self._resume[namespace] = resource_version
         return events > 0
@@ -300,7 +292,7 @@ class Informer:
             log.debug("ignoring %s event for %s %s", kind, self.gvk.kind, key)
             return
         old = self._store.get(key)
-        if old is not None and _resource_version(old) == _resource_version(obj):
+        if old is not None and bodies.resource_version(old) == bodies.resource_version(obj):
             return
         self._store[key] = obj
         self._emit(ADDED if old is None else MODIFIED, obj, old)
@@ -315,4 +307,4 @@ class Informer:
                 )
 
 
-__all__ = ["Informer", "object_key", "strip"]
+__all__ = ["Informer", "strip"]

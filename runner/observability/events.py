@@ -22,7 +22,7 @@ from typing import Any
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, NotFound
 from runner.redact import redact_message
-from runner.structs import GVK
+from runner.structs import GVK, bodies
 
 log = logging.getLogger("ansible-operator.events")
 
@@ -43,7 +43,7 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
 
     async def record(self, obj: Mapping[str, Any], *, type: str, reason: str, message: str) -> None:
-        meta = obj.get("metadata") or {}
+        meta = bodies.metadata(obj)
         message = redact_message(message, _MESSAGE_LIMIT)
         key = (str(meta.get("uid") or ""), type, reason, message)
         now = _now()
@@ -85,7 +85,7 @@ class EventRecorder:
         message: str,
         now: str,
     ) -> dict[str, Any]:
-        meta = obj.get("metadata") or {}
+        meta = bodies.metadata(obj)
         involved = {
             "apiVersion": obj.get("apiVersion"),
             "kind": obj.get("kind"),

@@ -29,7 +29,7 @@ from prometheus_client import (
 )
 
 from runner import __version__
-from runner.structs import GVK
+from runner.structs import GVK, bodies
 
 _RECONCILE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300, float("inf"))
 _QUEUE_BUCKETS = (*tuple(10.0**exponent for exponent in range(-8, 4)), float("inf"))
@@ -77,6 +77,12 @@ class OperatorMetrics:
         self.reconcile_errors = Counter(
             "controller_runtime_reconcile_errors_total",
             "Reconcile errors per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.terminal_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Reconciles that ended terminally (no retry until the object changes), per controller",
             ["controller"],
             registry=r,
         )
@@ -130,13 +136,12 @@ class OperatorMetrics:
         return ControllerMetrics(self, name)
 
     def resource_seen(self, gvk: GVK, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        created = _timestamp(str(meta.get("creationTimestamp") or ""))
+        created = _timestamp(bodies.creation_timestamp(obj))
         if created is not None:
-            self.created_at.labels(**_resource_labels(gvk, meta)).set(created)
+            self.created_at.labels(**_resource_labels(gvk, obj)).set(created)
 
     def resource_deleted(self, gvk: GVK, obj: dict[str, Any]) -> None:
-        labels = _resource_labels(gvk, obj.get("metadata") or {})
+        labels = _resource_labels(gvk, obj)
         with contextlib.suppress(KeyError):
             self.created_at.remove(*labels.values())
 
@@ -172,10 +177,17 @@ class ControllerMetrics:
         return time.monotonic()
 
     def finished(
-        self, gvk: GVK, started: float, *, result: str, manages_status: bool = True
+        self,
+        gvk: GVK,
+        started: float,
+        *,
+        result: str,
+        manages_status: bool = True,
+        terminal: bool = False,
     ) -> None:
         """`result`: success, error, requeue_after (controller-runtime's labels);
-        `manages_status`: the watch's `manageStatus`."""
+        `manages_status`: the watch's `manageStatus`; `terminal`: an error that is not
+        retried (counted as an error too, as controller-runtime does)."""
         seconds = time.monotonic() - started
         self._active.dec()
         self._m.work_duration.labels(name=self.name).observe(seconds)
@@ -183,6 +195,8 @@ class ControllerMetrics:
         self._m.reconcile_total.labels(controller=self.name, result=result).inc()
         if result == "error":
             self._m.reconcile_errors.labels(controller=self.name).inc()
+        if terminal:
+            self._m.terminal_errors.labels(controller=self.name).inc()
         gvk_label = str(gvk)
         self._m.reconciles.labels(GVK=gvk_label).observe(seconds)
         if manages_status:
@@ -190,10 +204,10 @@ class ControllerMetrics:
             self._m.reconcile_result.labels(GVK=gvk_label, result=outcome).inc()
 
 
-def _resource_labels(gvk: GVK, meta: dict[str, Any]) -> dict[str, str]:
+def _resource_labels(gvk: GVK, obj: dict[str, Any]) -> dict[str, str]:
     return {
-        "name": str(meta.get("name") or ""),
-        "namespace": str(meta.get("namespace") or ""),
+        "name": bodies.name(obj),
+        "namespace": bodies.namespace(obj),
         "group": gvk.group,
         "version": gvk.version,
         "kind": gvk.kind,

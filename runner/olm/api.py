@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from runner.errors import AnsibleOperatorError
 from runner.k8s import APIError, Conflict, KubeClient, NotFound
 from runner.olm import model
-from runner.structs import GVK
+from runner.structs import GVK, bodies
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -36,7 +36,7 @@ async def get(client: KubeClient, gvk: GVK, name: str, namespace: str | None) ->
 async def apply(client: KubeClient, obj: Obj) -> Obj:
     """Create `obj`, or replace the existing object of that name with it."""
     gvk = gvk_of(obj)
-    meta = obj.get("metadata") or {}
+    meta = bodies.metadata(obj)
     for _ in range(5):
         try:
             return await client.create(gvk, obj)

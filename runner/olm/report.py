@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.olm.model import conditions
+from runner.structs import bodies
 
 Obj = dict[str, Any]
 
@@ -37,7 +38,7 @@ class Problem:
 
 
 def _name(obj: Obj | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("name", "?"))
+    return str(bodies.metadata(obj).get("name", "?"))
 
 
 def _why(reason: Any, message: Any) -> str:

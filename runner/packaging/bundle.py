@@ -20,11 +20,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from runner import yamlwriter
 from runner.errors import ConfigError
-from runner.packaging import olm, yamlio
+from runner.packaging import olm
 from runner.packaging.csv import BundleOptions, build_csv
 from runner.packaging.project import Obj, ProjectInputs, group_of, name_of
 from runner.packaging.rbac import split_permissions
+from runner.packaging.webhookdefs import bundle_inputs
+from runner.yamlwriter import CANONICAL
 
 DOCKERFILE = "bundle.Dockerfile"
 
@@ -61,7 +64,7 @@ def _sections(values: dict[str, str]) -> list[tuple[str, list[tuple[str, str]]]]
 
 
 def _scalar(value: str) -> str:
-    return yamlio.dump(value).removesuffix("\n...\n").rstrip("\n")
+    return yamlwriter.dump(value, style=CANONICAL).removesuffix("\n...\n").rstrip("\n")
 
 
 def annotations_yaml(values: dict[str, str]) -> str:
@@ -144,11 +147,12 @@ def render_bundle(
     """Every file of the bundle, keyed by path relative to the bundle's parent directory."""
     split = split_permissions(inputs)
     csv = build_csv(inputs, options, split)
+    inputs = bundle_inputs(inputs)  # OLM provides the webhooks' objects (webhookdefs.py)
     manifests: dict[str, str] = {
-        f"{options.package}.clusterserviceversion.yaml": yamlio.dump(csv),
+        f"{options.package}.clusterserviceversion.yaml": yamlwriter.dump(csv, style=CANONICAL),
     }
     for crd in inputs.crds:
-        manifests[crd_file_name(crd)] = yamlio.dump(_without_namespace(crd))
+        manifests[crd_file_name(crd)] = yamlwriter.dump(_without_namespace(crd), style=CANONICAL)
     for obj in [*split.extras, *inputs.others]:
         kind = str(obj.get("kind", ""))
         if kind not in olm.SUPPORTED_KINDS:
@@ -159,12 +163,12 @@ def render_bundle(
         file_name = manifest_file_name(obj)
         if file_name in manifests:
             raise ConfigError(f"two manifests would both be written to {file_name}")
-        manifests[file_name] = yamlio.dump(_without_namespace(obj))
+        manifests[file_name] = yamlwriter.dump(_without_namespace(obj), style=CANONICAL)
     values = bundle_annotations(options, layout=inputs.layout)
     files = {f"{bundle_dir}/manifests/{name}": text for name, text in sorted(manifests.items())}
     files[f"{bundle_dir}/metadata/annotations.yaml"] = annotations_yaml(values)
-    files[f"{bundle_dir}/tests/scorecard/config.yaml"] = yamlio.dump(
-        inputs.scorecard if inputs.scorecard is not None else default_scorecard()
+    files[f"{bundle_dir}/tests/scorecard/config.yaml"] = yamlwriter.dump(
+        inputs.scorecard if inputs.scorecard is not None else default_scorecard(), style=CANONICAL
     )
     files[DOCKERFILE] = dockerfile(values, bundle_dir=bundle_dir)
     return files

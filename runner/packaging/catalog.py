@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner import yamlwriter
 from runner.errors import ConfigError
 from runner.packaging import olm, versions, yamlio
 from runner.packaging.csv import operator_image
 from runner.packaging.kustomize import image_name
 from runner.packaging.loader import LoadedBundle
+from runner.structs import bodies
+from runner.yamlwriter import CANONICAL
 
 Obj = dict[str, Any]
 OPM_IMAGE = "quay.io/operator-framework/opm:v1.73.0"
@@ -47,9 +50,7 @@ def _property(kind: str, value: Any) -> Obj:
 def default_bundle_image(csv: Obj) -> str:
     spec = csv.get("spec") or {}
     deployments = ((spec.get("install") or {}).get("spec") or {}).get("deployments") or []
-    image = ((csv.get("metadata") or {}).get("annotations") or {}).get(
-        olm.CONTAINER_IMAGE
-    ) or operator_image(deployments)
+    image = bodies.annotations(csv).get(olm.CONTAINER_IMAGE) or operator_image(deployments)
     if not image:
         raise ConfigError("the CSV names no operator image; pass --bundle-image")
     return f"{image_name(str(image))}-bundle:v{spec.get('version')}"
@@ -96,7 +97,7 @@ def bundle_document(bundle: LoadedBundle, *, package: str, image: str) -> Obj:
     related += [{"image": i, "name": ""} for i in sorted(extra - seen) if i]
     return {
         "schema": "olm.bundle",
-        "name": str((csv.get("metadata") or {}).get("name")),
+        "name": str(bodies.metadata(csv).get("name")),
         "package": package,
         "image": image,
         "properties": properties,
@@ -155,7 +156,7 @@ def add_bundle(documents: list[Obj], bundle: LoadedBundle, options: CatalogOptio
         )
     ]
     result.append(new_bundle)
-    meta_annotations = (csv.get("metadata") or {}).get("annotations") or {}
+    meta_annotations = bodies.annotations(csv)
     for channel_name in channels:
         channel = next(
             (
@@ -218,7 +219,7 @@ def sort_documents(documents: list[Obj]) -> list[Obj]:
 def render(documents: list[Obj], *, fmt: str = "yaml") -> str:
     if fmt == "json":
         return "".join(json.dumps(d, indent=4, sort_keys=True) + "\n" for d in documents)
-    return yamlio.dump_all(documents)
+    return yamlwriter.dump_all(documents, style=CANONICAL)
 
 
 def catalog_dockerfile(catalog_dir: str) -> str:

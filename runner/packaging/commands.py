@@ -59,6 +59,8 @@ def _bundle_validate(args: argparse.Namespace) -> int:
         directory,
         project=project,
         dockerfile=Path(args.dockerfile) if args.dockerfile else None,
+        suite=args.suite,
+        others=[Path(p) for p in args.other_bundle or []],
     )
     if args.output == "json":
         print(json.dumps([vars(f) for f in findings], indent=2))
@@ -66,7 +68,7 @@ def _bundle_validate(args: argparse.Namespace) -> int:
         for finding in findings:
             print(finding)
         errors = sum(1 for f in findings if f.level == "error")
-        summary = f"{errors} error(s), {len(findings) - errors} warning(s)"
+        summary = f"{errors} error(s), {len(findings) - errors} warning(s), {args.suite} rules"
         if project is None:
             summary += "; RBAC not checked against roles (no project: pass --project-dir)"
         print(f"{directory}: {summary}", file=sys.stderr)
@@ -150,6 +152,21 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     validate.add_argument("--dockerfile", help="default: bundle.Dockerfile beside the bundle")
     validate.add_argument("--output", choices=("text", "json"), default="text")
+    validate.add_argument(
+        "--suite",
+        choices=("olm-v0", "olm-v1"),
+        default="olm-v0",
+        help="olm-v0: the registry+v1 rules OLM v0 applies (default); olm-v1: those plus "
+        "what OLM v1 refuses (install modes, dependencies, OperatorConditions, objects "
+        "shared with other extensions' bundles)",
+    )
+    validate.add_argument(
+        "--other-bundle",
+        action="append",
+        metavar="DIR",
+        help="(olm-v1) a bundle of another extension on the same cluster; objects both "
+        "would install are errors (repeatable)",
+    )
     validate.set_defaults(handler=_bundle_validate)
 
     catalog = sub.add_parser(

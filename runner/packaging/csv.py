@@ -21,6 +21,8 @@ from runner.packaging import olm, versions
 from runner.packaging.kustomize import pod_spec
 from runner.packaging.project import Obj, ProjectInputs, name_of
 from runner.packaging.rbac import PermissionSplit, split_permissions
+from runner.packaging.webhookdefs import webhook_definitions
+from runner.structs import bodies
 
 WATCH_NAMESPACE = "WATCH_NAMESPACE"
 TARGET_NAMESPACES_REF = "metadata.annotations['olm.targetNamespaces']"
@@ -100,7 +102,7 @@ def _deployment_entries(inputs: ProjectInputs, image: str | None) -> list[dict[s
                     env.pop("value", None)
                     env["valueFrom"] = {"fieldRef": {"fieldPath": TARGET_NAMESPACES_REF}}
         entry: dict[str, Any] = {"name": name_of(deployment), "spec": deployment.get("spec", {})}
-        labels = (deployment.get("metadata") or {}).get("labels")
+        labels = bodies.metadata(deployment).get("labels")
         if labels:
             entry["label"] = labels
         entries.append(entry)
@@ -186,6 +188,9 @@ def build_csv(
     images = related_images(deployments)
     if images:
         spec["relatedImages"] = images
+    webhooks = webhook_definitions(inputs)
+    if webhooks:
+        spec["webhookdefinitions"] = webhooks
 
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     annotations.pop("createdAt", None)

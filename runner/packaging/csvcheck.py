@@ -14,6 +14,7 @@ from typing import Any
 from runner.packaging import olm, versions
 from runner.packaging.findings import Finding, error, warning
 from runner.packaging.kustomize import image_name
+from runner.structs import bodies
 
 Obj = dict[str, Any]
 
@@ -45,7 +46,7 @@ def owned_keys(csv: Obj) -> list[tuple[str, str, str, str]]:
 
 def _names(file: str, csv: Obj, package: str | None) -> list[Finding]:
     found: list[Finding] = []
-    meta, spec = csv.get("metadata") or {}, csv.get("spec") or {}
+    meta, spec = bodies.metadata(csv), csv.get("spec") or {}
     if csv.get("apiVersion") != olm.CSV_API_VERSION:
         found.append(
             error(
@@ -95,7 +96,7 @@ def _names(file: str, csv: Obj, package: str | None) -> list[Finding]:
 def _annotation_case(file: str, csv: Obj) -> list[Finding]:
     found = []
     known = {key.lower(): key for key in olm.CASE_SENSITIVE_ANNOTATIONS}
-    for key in (csv.get("metadata") or {}).get("annotations") or {}:
+    for key in bodies.annotations(csv):
         expected = known.get(str(key).lower())
         if expected and key != expected:
             found.append(
@@ -106,7 +107,7 @@ def _annotation_case(file: str, csv: Obj) -> list[Finding]:
 
 def _examples(file: str, csv: Obj) -> list[Finding]:
     field = f"metadata.annotations[{olm.ALM_EXAMPLES}]"
-    annotations = (csv.get("metadata") or {}).get("annotations") or {}
+    annotations = bodies.annotations(csv)
     raw = annotations.get(olm.ALM_EXAMPLES, annotations.get("olm.examples"))
     if raw is None:
         return [warning(file, field, "no examples: the console shows no sample to create")]
@@ -204,7 +205,7 @@ def _install(file: str, csv: Obj) -> list[Finding]:
         problem = image_problem(str(related.get("image") or ""))
         if problem:
             found.append(error(file, f"spec.relatedImages[{index}]", problem))
-    image = ((csv.get("metadata") or {}).get("annotations") or {}).get(olm.CONTAINER_IMAGE)
+    image = bodies.annotations(csv).get(olm.CONTAINER_IMAGE)
     if image is not None:
         problem = image_problem(str(image))
         if problem:

@@ -38,6 +38,10 @@ _SUPPORTED = {
     "patchesStrategicMerge",
     "patchesJson6902",
     "images",
+    # Read by kustomize for name references of webhook Services (config/webhook,
+    # config/crd after `create webhook`); a bundle leaves those objects to OLM
+    # (webhookdefs.py), so they change nothing here.
+    "configurations",
 }
 # kustomize never prefixes or suffixes these names (nor sets a namespace on cluster kinds).
 _KEEP_NAME = {"CustomResourceDefinition", "APIService", "Namespace"}

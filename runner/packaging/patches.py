@@ -41,20 +41,21 @@ def _keyed(items: list[Any]) -> bool:
 
 
 def _merge_list(target: list[Any], patch: list[Any]) -> list[Any]:
+    """Items merged by name, in kustomize's order: the patch's items first, in the
+    patch's order, then the target's items the patch does not name, in theirs."""
     if not (_keyed(patch) and (not target or _keyed(target))):
         return _strip_directives(patch)  # type: ignore[no-any-return]
-    result = copy.deepcopy(target)
+    by_name = {item[_MERGE_KEY]: item for item in target}
+    named = {item[_MERGE_KEY] for item in patch}
+    result = []
     for item in patch:
-        index = next(
-            (i for i, old in enumerate(result) if old[_MERGE_KEY] == item[_MERGE_KEY]), None
-        )
         if item.get("$patch") == "delete":
-            if index is not None:
-                del result[index]
-        elif index is None:
-            result.append(_strip_directives(item))
-        else:
-            result[index] = strategic_merge(result[index], item)
+            continue
+        old = by_name.get(item[_MERGE_KEY])
+        result.append(
+            _strip_directives(item) if old is None else strategic_merge(copy.deepcopy(old), item)
+        )
+    result += [copy.deepcopy(item) for item in target if item[_MERGE_KEY] not in named]
     return result
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from runner.errors import ConfigError
 from runner.packaging import kustomize, yamlio
+from runner.structs import bodies
 
 DEFAULT_LAYOUT = "ansible.sdk.operatorframework.io/v1"
 SCORECARD_KIND = ("scorecard.operatorframework.io", "Configuration")
@@ -48,7 +49,7 @@ def group_of(obj: Obj) -> str:
 
 
 def name_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
+    return str(bodies.metadata(obj).get("name", ""))
 
 
 def crd_group_kind(crd: Obj) -> tuple[str, str]:

@@ -10,12 +10,15 @@ rules on the CSV itself live in csvcheck.py, the RBAC scan in rbaccheck.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from runner.packaging import csvcheck, olm, rbaccheck
+from runner.errors import ConfigError
+from runner.packaging import csvcheck, olm, olmv1check, rbaccheck
 from runner.packaging.findings import Finding, error, warning
 from runner.packaging.loader import LoadedBundle, load_bundle
+from runner.structs import bodies
 
 Obj = dict[str, Any]
 ANNOTATIONS_FILE = "metadata/annotations.yaml"
@@ -103,7 +106,7 @@ def _objects(bundle: LoadedBundle) -> list[Finding]:
             found.append(
                 error(manifest.file, "kind", f"{kind} is not allowed in a registry+v1 bundle")
             )
-        meta = obj.get("metadata") or {}
+        meta = bodies.metadata(obj)
         if not meta.get("name") and not meta.get("generateName"):
             found.append(error(manifest.file, "metadata.name", "required field missing"))
         for key, value in (meta.get("labels") or {}).items():
@@ -134,7 +137,7 @@ def _crd_structure(file: str, crd: Obj) -> list[Finding]:
     group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
     if not group or not plural or not kind:
         found.append(error(file, "spec", "group, names.plural and names.kind are required"))
-    elif (crd.get("metadata") or {}).get("name") != f"{plural}.{group}":
+    elif bodies.metadata(crd).get("name") != f"{plural}.{group}":
         found.append(error(file, "metadata.name", f"must be {plural}.{group}"))
     crd_versions = spec.get("versions") or []
     if not crd_versions:
@@ -171,7 +174,7 @@ def _crds(bundle: LoadedBundle, csv_file: str, csv: Obj) -> list[Finding]:
             )
             continue
         crd_file, crd = by_key[(group, kind)]
-        if (crd.get("metadata") or {}).get("name") != name:
+        if bodies.metadata(crd).get("name") != name:
             found.append(
                 error(
                     csv_file,
@@ -220,7 +223,7 @@ def _service_accounts(bundle: LoadedBundle, csv: Obj) -> list[Finding]:
             "remove this manifest",
         )
         for file, sa in bundle.objects("ServiceAccount")
-        if (sa.get("metadata") or {}).get("name") in accounts
+        if bodies.metadata(sa).get("name") in accounts
     ]
 
 
@@ -242,9 +245,26 @@ def _rbac(bundle: LoadedBundle, csv: Obj, project: Path) -> list[Finding]:
     return rbaccheck.check_uses(rbaccheck.scan_project(project), rules, plurals)
 
 
-def validate_loaded(bundle: LoadedBundle, *, project: Path | None = None) -> list[Finding]:
-    """Every rule on a loaded bundle; `project` (with watches.yaml, roles/) adds the RBAC scan."""
+# The rule suites a user selects (`bundle validate --suite`): OLM v0's rules on the
+# registry+v1 format, and those plus what OLM v1 refuses (olmv1check.py).
+SUITES = ("olm-v0", "olm-v1")
+
+
+def validate_loaded(
+    bundle: LoadedBundle,
+    *,
+    project: Path | None = None,
+    suite: str = "olm-v0",
+    others: Iterable[LoadedBundle] = (),
+) -> list[Finding]:
+    """Every rule of `suite` on a loaded bundle; `project` (with watches.yaml, roles/)
+    adds the RBAC scan; `others` are bundles of other extensions (the `olm-v1` suite
+    refuses objects shared with them)."""
+    if suite not in SUITES:
+        raise ConfigError(f"--suite {suite!r}: one of {', '.join(SUITES)}")
     found = [*_objects(bundle), *_annotations(bundle), *_dockerfile(bundle)]
+    if suite == "olm-v1":
+        found += olmv1check.check_bundle(bundle, others)
     package = (bundle.annotations or {}).get(olm.PACKAGE)
     for file, csv in bundle.csvs:
         found += csvcheck.check_csv(file, csv, package=package)
@@ -262,6 +282,17 @@ def default_project(directory: Path) -> Path | None:
 
 
 def validate_bundle(
-    directory: Path, *, project: Path | None = None, dockerfile: Path | None = None
+    directory: Path,
+    *,
+    project: Path | None = None,
+    dockerfile: Path | None = None,
+    suite: str = "olm-v0",
+    others: Iterable[Path] = (),
 ) -> list[Finding]:
-    return validate_loaded(load_bundle(directory, dockerfile=dockerfile), project=project)
+    other_bundles = [load_bundle(path) for path in others]
+    return validate_loaded(
+        load_bundle(directory, dockerfile=dockerfile),
+        project=project,
+        suite=suite,
+        others=other_bundles,
+    )

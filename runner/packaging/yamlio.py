@@ -1,14 +1,13 @@
-"""One YAML style for everything packaging writes, so regenerating gives identical bytes.
+"""Reading the YAML files packaging takes in, and the JSON form catalogs hold.
 
-Keys are sorted (as operator-sdk's output is, since it goes through Go maps), sequences
-sit at their key's indentation, multi-line strings are literal blocks (`|-`), and lines
-are never folded. Reading accepts multi-document files and skips empty documents.
+Reading accepts multi-document files and skips empty documents. Packaging writes its
+YAML with the one writer, `runner.yamlwriter`, in its `CANONICAL` style (sorted keys,
+so regenerating gives identical bytes).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,37 +15,6 @@ import yaml
 
 from runner.errors import ConfigError
 from runner.yamlerror import describe_yaml_error
-
-
-class _Dumper(yaml.SafeDumper):
-    """SafeDumper with literal blocks for multi-line strings."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump(data: Any) -> str:
-    """One YAML document in the packaging style (no leading `---`)."""
-    text: str = yaml.dump(
-        data,
-        Dumper=_Dumper,
-        sort_keys=True,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=1 << 16,
-    )
-    return text
-
-
-def dump_all(documents: Iterable[Any]) -> str:
-    """Several documents, each introduced by `---` (the way opm writes catalogs)."""
-    return "".join("---\n" + dump(document) for document in documents)
 
 
 def to_json(data: Any) -> str:

@@ -22,7 +22,7 @@ from runner.k8s.informer import ADDED, DELETED, MODIFIED
 from runner.proxy.cache import InformerCache
 from runner.proxy.changes import dependent_update_matters
 from runner.proxy.owner import owners_of
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
 
 log = logging.getLogger("ansible-operator.proxy.dependents")
 
@@ -46,8 +46,9 @@ class DependentWatches:
         if (dependent, primary) in self._pairs:
             return
         self._pairs.add((dependent, primary))
-        informer = self._cache.informer(dependent)
-        informer.add_handler(self._handler(primary, primary_namespaced=primary_namespaced))
+        self._cache.add_handler(
+            dependent, self._handler(primary, primary_namespaced=primary_namespaced)
+        )
         log.info("watching %s as dependents of %s", dependent, primary)
 
     def _handler(
@@ -69,5 +70,4 @@ class DependentWatches:
 
 
 def _describe(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{obj.get('kind', '?')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+    return f"{obj.get('kind', '?')} {bodies.namespace(obj)}/{bodies.name(obj)}"

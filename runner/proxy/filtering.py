@@ -6,10 +6,8 @@ parameters. To serve such a request from the cache the proxy must select exactly
 API server would have selected, so both query syntaxes are parsed here with the API
 server's grammar (apimachinery's `labels.Parse` and `fields.ParseSelector`):
 
-* labels: comma-separated requirements (all must hold) — `k=v`, `k==v`, `k!=v` (also true
-  when `k` is absent), `k in (a,b)`, `k notin (a)`, `k` (exists), `!k` (does not exist),
-  `k>1` / `k<1` (integer comparison); whitespace between tokens is ignored; keys and values
-  are validated like the API server does, with `runner.labelselector`'s checks;
+* labels: `runner.labelselector.parse_label_selector_string`, the one label selector
+  parser (it also reads watches.yaml's structured selectors);
 * fields: comma-separated `path=value`, `path==value`, `path!=value`; `\\`, `\\,` and `\\=`
   escape a backslash, comma or equals sign in the value; the path is dotted into the object
   (`metadata.name`, `status.phase`, `spec.nodeName`), a missing field reads as `""`, and
@@ -23,257 +21,20 @@ namespace and name, the order the API server lists in.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from runner.labelselector import (
-    DOES_NOT_EXIST,
-    EXISTS,
-    IN,
-    NOT_IN,
-    FieldError,
-    LabelSelectorRequirement,
-    _check_key,
-    _check_value,
-)
+from runner.labelselector import parse_label_selector_string
+from runner.structs import bodies
 
 __all__ = [
     "filter_objects",
     "list_body",
     "parse_field_selector_string",
-    "parse_label_selector_string",
 ]
 
-LabelMatcher = Callable[[Mapping[str, str]], bool]
 FieldMatcher = Callable[[Mapping[str, Any]], bool]
-
-# --- label selectors ------------------------------------------------------------------
-
-_IDENTIFIER: Final = "identifier"
-_END: Final = "end of string"
-_OPEN: Final = "("
-_CLOSE: Final = ")"
-_COMMA: Final = ","
-_NOT: Final = "!"
-_EQUALS: Final = "="
-_DOUBLE_EQUALS: Final = "=="
-_NOT_EQUALS: Final = "!="
-_GREATER: Final = ">"
-_LESS: Final = "<"
-_IN: Final = "in"
-_NOT_IN: Final = "notin"
-_SYMBOLS: Final = {
-    "(": _OPEN,
-    ")": _CLOSE,
-    ",": _COMMA,
-    "!": _NOT,
-    "=": _EQUALS,
-    "==": _DOUBLE_EQUALS,
-    "!=": _NOT_EQUALS,
-    ">": _GREATER,
-    "<": _LESS,
-}
-_KEYWORDS: Final = {"in": _IN, "notin": _NOT_IN}
-_SPECIAL: Final = frozenset("=!(),><")
-_WHITESPACE: Final = frozenset(" \t\r\n")
-_INTEGER: Final = re.compile(r"[+-]?[0-9]+\Z")
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str
-    text: str
-
-
-def _lex(text: str) -> list[_Token]:
-    """Tokens as apimachinery's label lexer makes them (longest known operator first)."""
-    tokens: list[_Token] = []
-    position = 0
-    while True:
-        while position < len(text) and text[position] in _WHITESPACE:
-            position += 1
-        if position == len(text):
-            tokens.append(_Token(_END, ""))
-            return tokens
-        if text[position] in _SPECIAL:
-            # Every special character is a token on its own; two may form a longer one.
-            pair = text[position : position + 2]
-            symbol = pair if pair in _SYMBOLS else text[position]
-            tokens.append(_Token(_SYMBOLS[symbol], symbol))
-            position += len(symbol)
-            continue
-        start = position
-        while (
-            position < len(text)
-            and text[position] not in _WHITESPACE
-            and text[position] not in _SPECIAL
-        ):
-            position += 1
-        word = text[start:position]
-        tokens.append(_Token(_KEYWORDS.get(word, _IDENTIFIER), word))
-
-
-@dataclass(frozen=True)
-class _Compare:
-    """`k>n` / `k<n`: the label is present and is an integer above / below `n`."""
-
-    key: str
-    greater: bool
-    bound: int
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        number = None if value is None else _int64(value)
-        if number is None:
-            return False
-        return number > self.bound if self.greater else number < self.bound
-
-
-def _int64(text: str) -> int | None:
-    """`text` as Go's `strconv.ParseInt(text, 10, 64)` reads it, or None."""
-    if not _INTEGER.match(text):
-        return None
-    number = int(text, 10)
-    return number if -(2**63) <= number < 2**63 else None
-
-
-_Requirement = LabelSelectorRequirement | _Compare
-
-
-class _LabelParser:
-    """The recursive descent of apimachinery's label selector parser, token for token."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens = _lex(text)
-        self.position = 0
-
-    def _peek(self, *, values: bool = True) -> _Token:
-        token = self.tokens[self.position]
-        # Where a value or key is expected, `in` and `notin` are plain words.
-        if values and token.kind in (_IN, _NOT_IN):
-            return _Token(_IDENTIFIER, token.text)
-        return token
-
-    def _next(self, *, values: bool = True) -> _Token:
-        token = self._peek(values=values)
-        self.position += 1
-        return token
-
-    def _error(self, found: _Token, expected: str) -> ValueError:
-        shown = repr(found.text) if found.kind != _END else "the end of the selector"
-        return ValueError(
-            f"invalid label selector {self.text!r}: found {shown}, expected {expected}"
-        )
-
-    def parse(self) -> list[_Requirement]:
-        requirements: list[_Requirement] = []
-        while True:
-            token = self._peek()
-            if token.kind == _END:
-                return requirements
-            if token.kind not in (_IDENTIFIER, _NOT):
-                raise self._error(token, "'!', a key or the end of the selector")
-            requirements.append(self._requirement())
-            after = self._next()
-            if after.kind == _END:
-                return requirements
-            if after.kind != _COMMA:
-                raise self._error(after, "',' or the end of the selector")
-            following = self._peek()
-            if following.kind not in (_IDENTIFIER, _NOT):
-                raise self._error(following, "'!' or a key after ','")
-
-    def _requirement(self) -> _Requirement:
-        negated = False
-        token = self._next()
-        if token.kind == _NOT:
-            negated = True
-            token = self._next()
-        if token.kind != _IDENTIFIER:
-            raise self._error(token, "a key")
-        key = self._key(token.text)
-        if self._peek().kind in (_END, _COMMA):
-            return LabelSelectorRequirement(key, DOES_NOT_EXIST if negated else EXISTS)
-        if negated:
-            raise self._error(self._peek(), "',' or the end of the selector after '!key'")
-        operator = self._next(values=False)
-        if operator.kind in (_IN, _NOT_IN):
-            values = self._value_set()
-            return LabelSelectorRequirement(
-                key, IN if operator.kind == _IN else NOT_IN, tuple(sorted(values))
-            )
-        if operator.kind in (_EQUALS, _DOUBLE_EQUALS, _NOT_EQUALS):
-            value = self._value(self._exact_value())
-            return LabelSelectorRequirement(
-                key, NOT_IN if operator.kind == _NOT_EQUALS else IN, (value,)
-            )
-        if operator.kind in (_GREATER, _LESS):
-            text = self._value(self._exact_value())
-            bound = _int64(text)
-            if bound is None:
-                raise ValueError(
-                    f"invalid label selector {self.text!r}: in {key}{operator.text}{text}"
-                    " the value must be an integer"
-                )
-            return _Compare(key, operator.kind == _GREATER, bound)
-        raise self._error(operator, "'=', '==', '!=', '>', '<', 'in' or 'notin'")
-
-    def _key(self, key: str) -> str:
-        try:
-            return _check_key((), key)
-        except FieldError as error:
-            raise ValueError(f"invalid label selector {self.text!r}: {error.problem}") from None
-
-    def _value(self, value: str) -> str:
-        try:
-            return _check_value((), value)
-        except FieldError as error:
-            raise ValueError(f"invalid label selector {self.text!r}: {error.problem}") from None
-
-    def _exact_value(self) -> str:
-        token = self._peek()
-        if token.kind in (_END, _COMMA):
-            return ""
-        token = self._next()
-        if token.kind != _IDENTIFIER:
-            raise self._error(token, "a value")
-        return token.text
-
-    def _value_set(self) -> set[str]:
-        token = self._next()
-        if token.kind != _OPEN:
-            raise self._error(token, "'('")
-        values: set[str] = set()
-        expect_value = True
-        while True:
-            token = self._next()
-            if token.kind == _CLOSE:
-                if expect_value:
-                    values.add("")  # `()`, `(a,)` and `(,a)` hold the empty value
-                return {self._value(value) for value in values}
-            if token.kind == _COMMA:
-                if expect_value:
-                    values.add("")
-                expect_value = True
-            elif token.kind == _IDENTIFIER and expect_value:
-                values.add(token.text)
-                expect_value = False
-            else:
-                raise self._error(token, "',', ')' or a value")
-
-
-def parse_label_selector_string(text: str) -> LabelMatcher:
-    """A predicate on an object's labels for a `labelSelector` query; "" selects all."""
-    requirements = tuple(_LabelParser(text).parse())
-
-    def matches(labels: Mapping[str, str]) -> bool:
-        return all(requirement.matches(labels) for requirement in requirements)
-
-    return matches
-
 
 # --- field selectors ------------------------------------------------------------------
 
@@ -390,15 +151,6 @@ def parse_field_selector_string(text: str) -> FieldMatcher:
 # --- LIST answers ---------------------------------------------------------------------
 
 
-def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = obj.get("metadata")
-    return metadata if isinstance(metadata, Mapping) else {}
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def filter_objects(
     objects: Iterable[Mapping[str, Any]],
     *,
@@ -411,22 +163,18 @@ def filter_objects(
     Raises ValueError when a selector does not parse. The result holds shallow copies,
     sorted by (namespace, name).
     """
-    labels_match = parse_label_selector_string(label_selector)
+    labels_match = parse_label_selector_string(label_selector).matches
     fields_match = parse_field_selector_string(field_selector)
     selected: list[dict[str, Any]] = []
     for obj in objects:
-        metadata = _metadata(obj)
-        if namespace and _text(metadata.get("namespace")) != namespace:
+        if namespace and bodies.namespace(obj) != namespace:
             continue
-        labels = metadata.get("labels")
-        if not labels_match(labels if isinstance(labels, Mapping) else {}):
+        if not labels_match(bodies.labels(obj)):
             continue
         if not fields_match(obj):
             continue
         selected.append(dict(obj))
-    selected.sort(
-        key=lambda obj: (_text(_metadata(obj).get("namespace")), _text(_metadata(obj).get("name")))
-    )
+    selected.sort(key=lambda obj: (bodies.namespace(obj), bodies.name(obj)))
     return selected
 
 

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from runner.structs import NamespacedName
+from runner.structs import NamespacedName, bodies
+from runner.structs.bodies import OwnerReference
 
 __all__ = [
     "KUBECTL_ENV",
@@ -222,7 +223,7 @@ def owner_from_basic_auth(header: str | None) -> Owner | None:
 # --- injection ------------------------------------------------------------------------
 
 
-def owner_reference(owner: Owner) -> dict[str, str]:
+def owner_reference(owner: Owner) -> OwnerReference:
     """The ownerReference the Go operator adds: no `controller`, no `blockOwnerDeletion`."""
     return {
         "apiVersion": owner.api_version,
@@ -284,18 +285,10 @@ def owners_of(obj: Mapping[str, Any], *, group: str, kind: str) -> list[Namespac
     `<ns>/<name>`, or a bare `<name>` for a cluster-scoped owner. Entries without a name
     are skipped.
     """
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
-        return []
-    object_namespace = metadata.get("namespace")
-    if not isinstance(object_namespace, str):
-        object_namespace = ""
+    object_namespace = bodies.namespace(obj)
     found: dict[NamespacedName, None] = {}
 
-    references = metadata.get("ownerReferences")
-    for ref in references if isinstance(references, list) else []:
-        if not isinstance(ref, Mapping):
-            continue
+    for ref in bodies.owner_references(obj):
         name = ref.get("name")
         if (
             ref.get("kind") == kind
@@ -305,8 +298,8 @@ def owners_of(obj: Mapping[str, Any], *, group: str, kind: str) -> list[Namespac
         ):
             found[NamespacedName(namespace=object_namespace, name=name)] = None
 
-    annotations = metadata.get("annotations")
-    if isinstance(annotations, Mapping):
+    annotations = bodies.annotations(obj)
+    if annotations:
         type_text = annotations.get(PRIMARY_RESOURCE_TYPE_ANNOTATION)
         accepted = {group_kind(group=group, kind=kind)}
         if not group:

@@ -56,7 +56,7 @@ from runner.proxy.owner import (
     proxy_kubeconfig,
 )
 from runner.proxy.requestinfo import RequestInfo, parse_request
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
 from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.proxy")
@@ -383,11 +383,10 @@ class ProxyServer:
         found = owners_of(obj, group=owner.group, kind=owner.kind)
         if not any(key.name == owner_key.name for key in found):
             return
-        references = (obj.get("metadata") or {}).get("ownerReferences") or []
+        references = bodies.owner_references(obj)
         by_reference = any(ref.get("uid") == owner.uid for ref in references)
-        meta = obj.get("metadata") or {}
         injection = Injection.REFERENCE if by_reference else Injection.ANNOTATIONS
-        self._register(resource, owner, injection, namespace=str(meta.get("namespace") or ""))
+        self._register(resource, owner, injection, namespace=bodies.namespace(obj))
 
     def _register(
         self,

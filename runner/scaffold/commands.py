@@ -28,7 +28,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     init.set_defaults(handler=_cmd_init)
 
-    create = sub.add_parser("create", help="add to the project: `create api`")
+    create = sub.add_parser("create", help="add to the project: `create api`, `create webhook`")
     what = create.add_subparsers(dest="what", required=True, metavar="WHAT")
     api = what.add_parser(
         "api",
@@ -56,6 +56,31 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "dashboard of the operator's metrics when the project has none (default: %(default)s)",
     )
     api.set_defaults(handler=_cmd_create_api)
+
+    webhook = what.add_parser(
+        "webhook",
+        help="add webhooks of a kind, written as roles",
+        description="Add a kind's defaulting, validating and/or conversion webhooks: a role "
+        "each, their webhooks.yaml entry, config/webhook, config/certmanager and the "
+        "kustomize wiring (see docs/webhooks.md).",
+    )
+    webhook.add_argument("--group", required=True, help="API group within the domain, e.g. cache")
+    webhook.add_argument("--version", required=True, help="API version, e.g. v1alpha1")
+    webhook.add_argument("--kind", required=True, help="kind in UpperCamelCase, e.g. Memcached")
+    webhook.add_argument(
+        "--defaulting", action="store_true", help="a mutating webhook (roles/<kind>_defaulting)"
+    )
+    webhook.add_argument(
+        "--programmatic-validation",
+        action="store_true",
+        help="a validating webhook (roles/<kind>_validation)",
+    )
+    webhook.add_argument(
+        "--conversion",
+        action="store_true",
+        help="a conversion webhook between the CRD's versions (roles/<kind>_conversion)",
+    )
+    webhook.set_defaults(handler=_cmd_create_webhook)
 
 
 def _report(root: Path, written: list[str], verb: str) -> None:
@@ -142,4 +167,30 @@ def _cmd_create_api(args: argparse.Namespace) -> int:
     written = writer.apply(root, plan)
     _report(root, written, "wrote")
     print("next: make install run, then apply the sample from config/samples/")
+    return 0
+
+
+def _cmd_create_webhook(args: argparse.Namespace) -> int:
+    from runner.scaffold import writer
+    from runner.scaffold.project import PROJECT_FILE
+    from runner.scaffold.webhook import WEBHOOK_FILES, webhook_plan
+
+    root = Path.cwd()
+    files: dict[str, str] = {}
+    for relative in (PROJECT_FILE, *WEBHOOK_FILES):
+        if (root / relative).is_file():
+            files[relative] = (root / relative).read_text(encoding="utf-8")
+    plan = webhook_plan(
+        files,
+        group=args.group,
+        version=args.version,
+        kind=args.kind,
+        defaulting=args.defaulting,
+        validation=args.programmatic_validation,
+        conversion=args.conversion,
+        root=root,
+    )
+    written = writer.apply(root, plan)
+    _report(root, written, "wrote")
+    print("next: edit the roles, then `make run` serves them against the local cluster")
     return 0

@@ -1,7 +1,8 @@
 """YAML as the scaffolded files write it, and small edits that keep a file's comments.
 
-Renderers build plain data and dump it here, so every file has the same style (block
-lists indented under their key, keys in the order given, no line wrapping). `create api`
+Renderers build plain data and dump it here, so every file has the same style: the one
+YAML writer's `EDITABLE` style (block lists indented under their key, keys in the order
+given, no line wrapping), each document opened by `---`. `create api`
 extends files a user may have edited and commented; the edits below therefore work on
 the text and are checked by parsing the result, never by re-dumping the whole file.
 """
@@ -14,56 +15,22 @@ from typing import Any
 
 import yaml
 
+from runner import yamlwriter
 from runner.errors import ConfigError
 from runner.yamlerror import describe_yaml_error
+from runner.yamlwriter import EDITABLE
 
 __all__ = ["add_list_item", "append_block", "dump", "dump_all", "leading_comments", "load"]
 
 
-class _Dumper(yaml.SafeDumper):
-    """Indents block sequences under their mapping key (`key:\\n  - item`), never writes
-    anchors, and double-quotes strings that would otherwise read as something else."""
-
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style: str | None = None
-    if "\n" in value:
-        style = "|"
-    elif not value or _resolve(dumper, value) != _STR_TAG:
-        style = '"'
-    return dumper.represent_scalar(_STR_TAG, value, style=style)
-
-
-def _resolve(dumper: yaml.SafeDumper, value: str) -> Any:
-    """The tag a plain scalar `value` would be read back with."""
-    return dumper.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
-
-
-_Dumper.add_representer(str, _str)
-
-
 def dump(data: Any, *, header: str = "", start: bool = True) -> str:
-    """One YAML document: optional `# header` lines, `---`, then the data."""
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=True)
-    return _comment(header) + ("---\n" if start else "") + body
+    """One document in the scaffold's style (`yamlwriter.EDITABLE`), opened by `---`."""
+    return yamlwriter.dump(data, style=EDITABLE, header=header, start=start)
 
 
 def dump_all(documents: Sequence[Any], *, header: str = "") -> str:
-    """Several documents, each opened by `---`."""
-    return _comment(header) + "".join(dump(doc) for doc in documents)
-
-
-def _comment(header: str) -> str:
-    return "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    """Several documents in the scaffold's style, each opened by `---`."""
+    return yamlwriter.dump_all(documents, style=EDITABLE, header=header)
 
 
 def load(text: str, *, source: str) -> Any:

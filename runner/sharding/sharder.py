@@ -34,7 +34,7 @@ from typing import Any
 from runner.engine.controller import Controller
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, NotFound
-from runner.k8s.informer import ADDED, DELETED, Informer, object_key
+from runner.k8s.informer import ADDED, DELETED, Informer
 from runner.proxy.cache import InformerCache
 from runner.proxy.owner import owners_of
 from runner.sharding.membership import Members, RingSettings
@@ -51,6 +51,7 @@ from runner.sharding.ring import (
     unowned_selector,
 )
 from runner.structs import GVK, NamespacedName
+from runner.structs.bodies import object_key
 
 log = logging.getLogger("ansible-operator.sharding")
 

@@ -32,9 +32,10 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from runner.redact import redact_message
+from runner.structs.bodies import Condition
 
 __all__ = [
     "FAILURE",
@@ -110,7 +111,7 @@ class AnsibleResult:
         }
 
 
-def get_condition(status: Mapping[str, Any] | None, cond_type: str) -> dict[str, Any] | None:
+def get_condition(status: Mapping[str, Any] | None, cond_type: str) -> Condition | None:
     """A copy of the first condition of `cond_type` in `status`, or None."""
     for cond in _conditions(status):
         if cond.get("type") == cond_type:
@@ -187,19 +188,18 @@ def failed(
 # -- internals ------------------------------------------------------------------------
 
 
-def _conditions(status: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """Deep copies of the condition maps in `status` (entries that are not maps dropped)."""
+def _conditions(status: Mapping[str, Any] | None) -> list[Condition]:
+    """Deep copies of the condition maps in `status` (entries that are not maps dropped;
+    a condition written by someone else may carry more keys than `Condition` names)."""
     if not isinstance(status, Mapping):
         return []
     raw = status.get("conditions")
     if not isinstance(raw, list):
         return []
-    return [copy.deepcopy(dict(c)) for c in raw if isinstance(c, Mapping)]
+    return [cast(Condition, copy.deepcopy(dict(c))) for c in raw if isinstance(c, Mapping)]
 
 
-def _with_conditions(
-    status: Mapping[str, Any] | None, conds: list[dict[str, Any]]
-) -> dict[str, Any]:
+def _with_conditions(status: Mapping[str, Any] | None, conds: list[Condition]) -> dict[str, Any]:
     new = copy.deepcopy(dict(status)) if isinstance(status, Mapping) else {}
     new["conditions"] = conds
     return new
@@ -213,10 +213,10 @@ def _new(
     *,
     now: datetime,
     result: AnsibleResult | None = None,
-) -> dict[str, Any]:
+) -> Condition:
     # Key order follows the original's JSON (type, status, lastTransitionTime,
     # ansibleResult, reason, message) so that our writes diff cleanly against its.
-    cond: dict[str, Any] = {
+    cond: Condition = {
         "type": cond_type,
         "status": cond_status,
         "lastTransitionTime": format_time(now),
@@ -228,11 +228,11 @@ def _new(
     return cond
 
 
-def _find(conds: list[dict[str, Any]], cond_type: str) -> dict[str, Any] | None:
+def _find(conds: list[Condition], cond_type: str) -> Condition | None:
     return next((c for c in conds if c.get("type") == cond_type), None)
 
 
-def _set(conds: list[dict[str, Any]], cond: dict[str, Any]) -> list[dict[str, Any]]:
+def _set(conds: list[Condition], cond: Condition) -> list[Condition]:
     """Set `cond` in `conds` by the rules in the module docstring."""
     cond_type = cond["type"]
     current = _find(conds, cond_type)
@@ -245,14 +245,12 @@ def _set(conds: list[dict[str, Any]], cond: dict[str, Any]) -> list[dict[str, An
     return [c for c in conds if c.get("type") != cond_type] + [cond]
 
 
-def _flip_false(
-    conds: list[dict[str, Any]], cond_type: str, *, now: datetime
-) -> list[dict[str, Any]]:
+def _flip_false(conds: list[Condition], cond_type: str, *, now: datetime) -> list[Condition]:
     """Set an existing condition of `cond_type` to `False`, all its other fields kept."""
     current = _find(conds, cond_type)
     if current is None:
         return conds
-    flipped = {**current, "status": FALSE}
+    flipped: Condition = {**current, "status": FALSE}
     if current.get("status") != FALSE:
         flipped["lastTransitionTime"] = format_time(now)
     return _set(conds, flipped)

@@ -1,4 +1,5 @@
-"""Small value types shared by every layer."""
+"""Small value types shared by every layer: identities (`gvk`) and object bodies
+(`bodies`: their TypedDicts and the metadata accessors)."""
 
 from runner.structs.gvk import GVK, NamespacedName
 

@@ -19,9 +19,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import yaml
-from support import grpcwire
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
 from support.bundles import REPO, edit_yaml
 
 from runner.cli import main
@@ -193,32 +199,53 @@ def served(tools: dict[str, Path], catalog_dir: Path, tmp_path: Path) -> Iterato
         log.close()
 
 
-def _text(value: bytes | int) -> str:
-    assert isinstance(value, bytes)
-    return value.decode()
+class _Registry:
+    """opm's `api.Registry` gRPC service, its messages as the server describes them (opm
+    serves gRPC reflection, as OLM's own tools use it)."""
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self._channel = channel
+        pool = descriptor_pool.DescriptorPool(ProtoReflectionDescriptorDatabase(channel))
+        self._service = pool.FindServiceByName("api.Registry")
+
+    def call(self, method: str, **fields: str) -> list[Any]:
+        """The response messages of `method` called with a request of `fields`."""
+        described = self._service.FindMethodByName(method)
+        request: Message = message_factory.GetMessageClass(described.input_type)(**fields)
+        response = message_factory.GetMessageClass(described.output_type)
+        path = f"/{self._service.full_name}/{method}"
+        if described.server_streaming:
+            stream = self._channel.unary_stream(
+                path,
+                request_serializer=type(request).SerializeToString,
+                response_deserializer=response.FromString,
+            )
+            return list(stream(request, timeout=10))
+        unary = self._channel.unary_unary(
+            path,
+            request_serializer=type(request).SerializeToString,
+            response_deserializer=response.FromString,
+        )
+        return [unary(request, timeout=10)]
 
 
 def test_opm_serve_answers(served: int, bundles: dict[str, Path]) -> None:
-    def call(method: str, request: bytes = b"") -> list[bytes]:
-        return grpcwire.call("127.0.0.1", served, method, request)
-
-    (health,) = call("/grpc.health.v1.Health/Check")
-    assert grpcwire.decode(health) == {1: [1]}  # SERVING
-    packages = [_text(grpcwire.decode(m)[1][0]) for m in call("/api.Registry/ListPackages")]
-    assert packages == [PACKAGE]
-    (entry,) = call(
-        "/api.Registry/GetChannelEntriesThatReplace",
-        grpcwire.encode_strings({1: f"{PACKAGE}.v0.1.0"}),
-    )
-    fields = grpcwire.decode(entry)
-    assert _text(fields[3][0]) == f"{PACKAGE}.v0.2.0"  # bundleName
-    assert _text(fields[4][0]) == f"{PACKAGE}.v0.1.0"  # replaces
-    request = grpcwire.encode_strings({1: PACKAGE, 2: "alpha", 3: f"{PACKAGE}.v0.2.0"})
-    (bundle,) = call("/api.Registry/GetBundle", request)
-    fields = grpcwire.decode(bundle)
-    csv = json.loads(_text(fields[4][0]))  # csvJson: served from olm.bundle.object
+    with grpc.insecure_channel(f"127.0.0.1:{served}") as channel:
+        health = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=10
+        )
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        registry = _Registry(channel)
+        assert [package.name for package in registry.call("ListPackages")] == [PACKAGE]
+        (entry,) = registry.call("GetChannelEntriesThatReplace", csvName=f"{PACKAGE}.v0.1.0")
+        assert entry.bundleName == f"{PACKAGE}.v0.2.0"
+        assert entry.replaces == f"{PACKAGE}.v0.1.0"
+        (bundle,) = registry.call(
+            "GetBundle", pkgName=PACKAGE, channelName="alpha", csvName=f"{PACKAGE}.v0.2.0"
+        )
+    csv = json.loads(bundle.csvJson)  # served from olm.bundle.object
     assert csv["metadata"]["name"] == f"{PACKAGE}.v0.2.0"
-    served_kinds = sorted(json.loads(_text(obj))["kind"] for obj in fields[5])
+    served_kinds = sorted(json.loads(obj)["kind"] for obj in bundle.object)
     expected = sorted(obj["kind"] for _, obj in load_bundle(bundles["0.2.0"]).objects())
     assert served_kinds == expected
 

@@ -1,9 +1,10 @@
 """Never two leaders: a leader whose API server stops answering stops reconciling before
-a standby may take the Lease over, proven from both operators' run records."""
+a standby may take the Lease over, proven from both operators' run records. (The elector
+and the Manager's reaction to a lost Lease are tested in process in
+tests/integration/engine/.)"""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import Iterator
@@ -12,16 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from support.kube import wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
-from support.tcpstall import StallingForwarder, forwarding, kubeconfig_through
+from support.tcpstall import StallingForwarder, stalling_kubeconfig
 
 from runner.ansible.artifacts import list_runs
 from runner.ansible.history import cr_dirs, summarize_run
 from runner.ansible.rundir import process_dirs
-from runner.engine.leader import LeaderElector, LeaderSettings
-from runner.k8s.client import KubeClient
 
 GROUP = "leader.test.example.com"
 KIND = "Split"
@@ -46,14 +44,8 @@ def split(dyn: Any) -> Any:
 @pytest.fixture
 def stalling(kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[StallingForwarder, Path]]:
     """A forwarder to the API server and a kubeconfig that goes through it."""
-    admin = yaml.safe_load(kubeconfig.read_text())
-    with forwarding(admin["clusters"][0]["cluster"]["server"]) as forwarder:
-        path = tmp_path / "through-forwarder.kubeconfig"
-        path.write_text(yaml.safe_dump(kubeconfig_through(admin, forwarder)))
-        try:
-            yield forwarder, path
-        finally:
-            forwarder.resume()
+    with stalling_kubeconfig(kubeconfig, tmp_path) as stalled:
+        yield stalled
 
 
 def _runs(runner_dir: Path) -> dict[str, list[tuple[datetime, datetime | None]]]:
@@ -165,79 +157,3 @@ def test_a_stalled_leader_stops_before_the_standby_takes_over(
                     other_ended is not None and other_ended <= started
                 )
                 assert disjoint, f"two runs of {name} overlap"
-
-
-# -- the elector in-process -----------------------------------------------------------
-
-
-class Failing:
-    """A client whose requests fail with an error that is not an APIError when told."""
-
-    def __init__(self, client: KubeClient) -> None:
-        self.client = client
-        self.failing = False
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self.client, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            if self.failing:
-                raise ValueError("unexpected answer")
-            return await method(*args, **kwargs)
-
-        return call
-
-
-async def _hold_until_lost(elector: LeaderElector) -> float:
-    """Acquire, hold, and return the seconds from `hold` start to `on_lost`."""
-    await elector.acquire()
-    lost = asyncio.Event()
-    holder = asyncio.create_task(elector.hold(lost.set))
-    started = time.monotonic()
-    try:
-        await asyncio.wait_for(lost.wait(), timeout=60)
-    finally:
-        holder.cancel()
-    return time.monotonic() - started
-
-
-async def test_a_hung_renewal_is_cut_off_at_the_renew_deadline(
-    stalling: tuple[StallingForwarder, Path], namespace: str
-) -> None:
-    forwarder, path = stalling
-    client = await KubeClient.connect(kubeconfig=str(path))
-    settings = LeaderSettings(
-        name="hung-renewal",
-        namespace=namespace,
-        lease_duration=6,
-        renew_deadline=4,
-        retry_period=0.5,
-    )
-    try:
-        elector = LeaderElector(client, settings)
-        loop = asyncio.get_running_loop()
-        loop.call_later(1.0, forwarder.stall)
-        seconds = await _hold_until_lost(elector)
-    finally:
-        forwarder.resume()
-        await client.close()
-    # Lost by the renew deadline after the last renewal (at most 1 s + 4 s), not when a
-    # request to the stalled server finally times out (60 s).
-    assert seconds < 1 + 4 + 1, f"lost the lease {seconds:.1f} s after holding began"
-    assert not elector.is_leader
-
-
-async def test_any_error_while_renewing_loses_the_lease(kube: KubeClient, namespace: str) -> None:
-    failing = Failing(kube)
-    settings = LeaderSettings(
-        name="odd-error",
-        namespace=namespace,
-        lease_duration=3,
-        renew_deadline=2,
-        retry_period=0.2,
-    )
-    elector = LeaderElector(failing, settings)  # type: ignore[arg-type]
-    asyncio.get_running_loop().call_later(0.5, lambda: setattr(failing, "failing", True))
-    seconds = await _hold_until_lost(elector)
-    assert seconds < 0.5 + 2 + 1
-    assert not elector.is_leader

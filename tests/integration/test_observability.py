@@ -1,12 +1,10 @@
 """A running operator as the cluster sees it: probes, metrics (its own and the roles'),
-Kubernetes Events, and leader election with failover."""
+and Kubernetes Events. (Leader election, failover and handover are tested in process in
+tests/integration/engine/; end to end by test_leader_failover.py and test_shutdown.py.)"""
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -74,7 +72,7 @@ def http_get(url: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def kinds(dyn: Any) -> dict[str, Any]:
-    return {kind: install_crd(dyn, crd(group=GROUP, kind=kind)) for kind in ("Observed", "Led")}
+    return {kind: install_crd(dyn, crd(group=GROUP, kind=kind)) for kind in ("Observed",)}
 
 
 @pytest.fixture
@@ -194,57 +192,6 @@ def test_probes_metrics_and_events(
     ):
         assert expected in text, f"{expected!r} missing from /metrics"
     assert proc.running()
-
-
-def test_leader_election_failover(
-    start: Callable[..., OperatorProcess], kinds: dict[str, Any], namespace: str
-) -> None:
-    lease = [
-        "--leader-elect",
-        "--leader-election-id",
-        "observe-test-lock",
-        "--leader-election-namespace",
-        namespace,
-        "--leader-elect-lease-duration",
-        "4s",
-        "--leader-elect-renew-deadline",
-        "3s",
-        "--leader-elect-retry-period",
-        "500ms",
-    ]
-    first = start("Led", QUIET_ROLE, *lease)
-    wait_for(lambda: "became the leader" in first.log(), timeout=90, message="first leads")
-    second = start("Led", QUIET_ROLE, *lease)
-    wait_for(
-        lambda: "waiting for the lease" in second.log(), timeout=90, message="second stands by"
-    )
-    led = kinds["Led"]
-    create_cr(led, "one", namespace, {})
-    wait_for(lambda: "reconcile Led " in first.log(), timeout=60, message="the leader reconciles")
-    time.sleep(1)
-    assert "reconcile Led " not in second.log(), "the standby must not reconcile"
-
-    # kill -9: no release; the standby waits out the lease duration.
-    killed = time.monotonic()
-    os.killpg(first.process.pid, signal.SIGKILL)
-    wait_for(lambda: "became the leader" in second.log(), timeout=90, message="failover")
-    failover = time.monotonic() - killed
-    print(f"failover after kill -9: {failover:.1f} s (lease duration 4 s)")
-    # One lease duration, plus the retry period and a loaded API server's latency.
-    assert failover < 4 + 8
-    wait_for(
-        lambda: "reconcile Led " in second.log(), timeout=60, message="the new leader reconciles"
-    )
-
-    # A graceful stop releases the lease: the next standby takes over at its next retry.
-    third = start("Led", QUIET_ROLE, *lease)
-    wait_for(lambda: "waiting for the lease" in third.log(), timeout=90, message="third waits")
-    stopped = time.monotonic()
-    assert second.stop() == 0
-    assert "released the lease" in second.log()
-    wait_for(lambda: "became the leader" in third.log(), timeout=90, message="handover")
-    handover = time.monotonic() - stopped
-    print(f"handover after SIGTERM: {handover:.1f} s")
 
 
 def test_secure_metrics_require_an_allowed_token(

@@ -1,6 +1,7 @@
 """How `ansible-operator run` treats CRs, with small roles that do no API work:
-failures and recovery, manageStatus, periods, selectors, WATCH_NAMESPACE, playbooks,
-cluster-scoped kinds, coalescing and many CRs at once."""
+failures and recovery, WATCH_NAMESPACE, playbooks, cluster-scoped kinds, coalescing and
+many CRs at once. (manageStatus, selectors, reconcile periods and the work queue's
+handling of each outcome are tested in process in tests/integration/engine/.)"""
 
 from __future__ import annotations
 
@@ -43,9 +44,6 @@ def kinds(dyn: Any) -> dict[str, Any]:
     """One CRD per scenario so operators of different tests never see each other's CRs."""
     names = {
         "Echo": "Namespaced",
-        "Quiet": "Namespaced",
-        "Periodic": "Namespaced",
-        "Picky": "Namespaced",
         "Played": "Namespaced",
         "Global": "Cluster",
     }
@@ -135,61 +133,12 @@ def test_failure_condition_then_recovery(
     assert wait_condition(echo, "bad", namespace, "Failure", status="False")["reason"] == ""
 
 
-def test_manage_status_false_writes_nothing(
-    kinds: dict[str, Any], start_operator: Any, namespace: str
-) -> None:
-    quiet = kinds["Quiet"]
-    proc = start_operator([watch("Quiet", manageStatus=False)], env={"WATCH_NAMESPACE": namespace})
-    create_cr(quiet, "q", namespace)
-    wait_for(
-        lambda: "reconcile Quiet" in proc.log() and "succeeded" in proc.log(),
-        timeout=60,
-        message="one reconcile of Quiet/q",
-    )
-    assert not quiet.get(name="q", namespace=namespace).to_dict().get("status")
-
-
-def test_reconcile_period_and_annotation_override(
-    kinds: dict[str, Any], start_operator: Any, namespace: str
-) -> None:
-    periodic = kinds["Periodic"]
-    proc = start_operator(
-        [watch("Periodic", reconcilePeriod="2s")], env={"WATCH_NAMESPACE": namespace}
-    )
-    create_cr(periodic, "fast", namespace)
-    create_cr(
-        periodic,
-        "slow",
-        namespace,
-        annotations={"ansible.sdk.operatorframework.io/reconcile-period": "1h"},
-    )
-    wait_for(
-        lambda: _runs(proc, namespace, "fast") >= 3, timeout=60, message="fast re-runs every 2 s"
-    )
-    assert _runs(proc, namespace, "slow") == 1
-
-
 def _runs(proc: OperatorProcess, namespace: str, name: str) -> int:
     return sum(
         1
         for line in proc.log().splitlines()
         if "running Ansible" in line and f" {namespace}/{name}:" in line
     )
-
-
-def test_selector_ignores_unlabelled(
-    kinds: dict[str, Any], start_operator: Any, namespace: str
-) -> None:
-    picky = kinds["Picky"]
-    proc = start_operator(
-        [watch("Picky", selector={"matchLabels": {"team": "a"}})],
-        env={"WATCH_NAMESPACE": namespace},
-    )
-    create_cr(picky, "labelled", namespace, labels={"team": "a"})
-    create_cr(picky, "other", namespace, labels={"team": "b"})
-    wait_condition(picky, "labelled", namespace, "Successful")
-    assert _runs(proc, namespace, "other") == 0
-    assert cond(picky, "other", namespace, "Running") is None
 
 
 def test_watch_namespace_restricts(

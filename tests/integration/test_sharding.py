@@ -38,7 +38,7 @@ RING = "sharding-test"
 LABEL = shard_label(RING)
 COUNT = int(os.environ.get("ANSIBLE_OPERATOR_SHARDING_CRS", "300"))
 FINALIZING = 16
-LEASE = 4.0
+LEASE = 10.0
 
 NOOP = """
 - name: Nothing to do
@@ -140,9 +140,9 @@ def test_replicas_share_move_survive_and_shrink(
         "--sharding-lease-duration",
         f"{LEASE:g}s",
         "--sharding-renew-deadline",
-        "3s",
+        "7s",
         "--sharding-retry-period",
-        "500ms",
+        "1s",
         "--graceful-shutdown-timeout",
         "5s",
         "--max-concurrent-reconciles",

@@ -20,8 +20,11 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import yaml
 
 _CHUNK = 65536
 
@@ -157,3 +160,19 @@ def kubeconfig_through(kubeconfig: dict[str, Any], forwarder: StallingForwarder)
         cluster["server"] = f"{scheme}://{forwarder.address}"
         copied["clusters"].append({**entry, "cluster": cluster})
     return copied
+
+
+@contextlib.contextmanager
+def stalling_kubeconfig(
+    kubeconfig: Path, directory: Path
+) -> Iterator[tuple[StallingForwarder, Path]]:
+    """A forwarder to the API server of `kubeconfig`, and a kubeconfig (written into
+    `directory`) that goes through it; the forwarder is resumed and closed afterwards."""
+    admin = yaml.safe_load(kubeconfig.read_text())
+    with forwarding(admin["clusters"][0]["cluster"]["server"]) as forwarder:
+        path = directory / "through-forwarder.kubeconfig"
+        path.write_text(yaml.safe_dump(kubeconfig_through(admin, forwarder)))
+        try:
+            yield forwarder, path
+        finally:
+            forwarder.resume()

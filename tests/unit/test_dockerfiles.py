@@ -1,34 +1,43 @@
 """Lint the Dockerfiles without a container engine: the runtime image (top-level
 Dockerfile), the one `init` scaffolds and the memcached sample's (sample.Dockerfile).
 
-A small parser (instructions, line continuations, flags, exec form, ENV expansion) and a
-set of hadolint-style rules that matter for an operator image: pinned base images, a
-non-root numeric USER, exec-form ENTRYPOINT, absolute WORKDIR, no ADD of URLs,
-`pip install --no-cache-dir`, files for the non-root user copied with `--chown`.
+dockerfile-parse reads them (instructions, continuation lines, comments, the ENV and ARG
+in effect at each instruction, Docker's quoting and variable rules); the rules here are
+hadolint-style ones that matter for an operator image: pinned base images, a non-root
+numeric USER, exec-form ENTRYPOINT, absolute WORKDIR, no ADD of URLs, `pip install
+--no-cache-dir`, files for the non-root user copied with `--chown`.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from dockerfile_parse import DockerfileParser
+from dockerfile_parse.util import WordSplitter
 
 from runner import __version__
 from runner.scaffold.files_project import RUNTIME_IMAGE, RUNTIME_UID, dockerfile
 
 REPO = Path(__file__).resolve().parents[2]
+_FLAGGED = ("COPY", "ADD", "FROM", "RUN")
 
 
 @dataclass(frozen=True)
 class Instruction:
     keyword: str
     args: str
+    """The arguments after any `--flags`, continuation lines joined (runs of blanks as one)."""
     line: int
+    env: dict[str, str]
+    """The environment in effect at this instruction (inherited + this stage's ENV)."""
     flags: dict[str, str] = field(default_factory=dict)
+    base: str = ""
+    """FROM only: the image with build arguments expanded."""
 
     @property
     def exec_form(self) -> list[str] | None:
@@ -40,70 +49,49 @@ class Instruction:
 
     @property
     def words(self) -> list[str]:
-        return shlex.split(self.args)
+        """The arguments split as Docker splits them, variables of `env` expanded."""
+        return list(WordSplitter(self.args, args=self.env).split())
 
 
-def parse(text: str) -> list[Instruction]:
-    """Instructions with continuation lines joined and comments dropped (as Docker does,
-    also inside a continuation)."""
+def parse(text: str, inherited: dict[str, str] | None = None) -> list[Instruction]:
+    """The instructions of `text` (comments dropped), each with the environment it sees;
+    `inherited` is the environment of the base image."""
+    parser = DockerfileParser(fileobj=io.BytesIO(), parent_env=dict(inherited or {}))
+    parser.content = text
+    bases = iter(parser.parent_images)
     instructions: list[Instruction] = []
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
+    for entry, context in zip(parser.structure, parser.context_structure, strict=True):
+        keyword = str(entry["instruction"]).upper()
+        if keyword == "COMMENT":
             continue
-        if not pending:
-            start = number
-        if stripped.endswith("\\"):
-            pending.append(stripped[:-1].strip())
-            continue
-        pending.append(stripped)
-        keyword, _, rest = " ".join(pending).partition(" ")
-        pending = []
+        rest = " ".join(str(entry["value"]).split())
         flags: dict[str, str] = {}
-        rest = rest.strip()
-        while keyword.upper() in ("COPY", "ADD", "FROM", "RUN") and rest.startswith("--"):
+        while keyword in _FLAGGED and rest.startswith("--"):
             flag, _, rest = rest.partition(" ")
             name, _, value = flag[2:].partition("=")
             flags[name] = value
-            rest = rest.strip()
-        instructions.append(Instruction(keyword.upper(), rest, start, flags))
-    assert not pending, "a continuation line ends the file"
+        base = next(bases) if keyword == "FROM" else ""
+        line = int(entry["startline"]) + 1
+        instructions.append(Instruction(keyword, rest, line, dict(context.envs), flags, base))
     return instructions
 
 
-def environment(instructions: list[Instruction], inherited: dict[str, str]) -> dict[str, str]:
-    env = dict(inherited)
-    for ins in instructions:
-        if ins.keyword == "ENV":
-            for word in ins.words:
-                key, _, value = word.partition("=")
-                env[key] = expand(value, env)
-    return env
-
-
 def expand(text: str, env: dict[str, str]) -> str:
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: env.get(m[1] or m[2], m[0]), text)
+    return str(WordSplitter(text, args=env).dequote())
 
 
 def lint(text: str, *, inherited: dict[str, str] | None = None) -> list[str]:
     """Problems as `<rule>: line N: what`, empty when the Dockerfile is fine."""
-    instructions = parse(text)
-    env: dict[str, str] = dict(inherited or {})
+    inherited_env = dict(inherited or {})
+    user = inherited_env.pop("__user__", "")
+    instructions = parse(text, inherited_env)
     problems: list[str] = []
-    user = (inherited or {}).get("__user__", "")
     shell_pipefail = False
-    build_args: dict[str, str] = {}
     for ins in instructions:
         where = f"line {ins.line}"
-        if ins.keyword == "ENV":
-            env = environment([ins], env)
-        elif ins.keyword == "ARG":
-            name, _, default = ins.args.partition("=")
-            build_args.setdefault(name, default)
-        elif ins.keyword == "FROM":
-            image = expand(ins.words[0], build_args)
+        env = ins.env
+        if ins.keyword == "FROM":
+            image = ins.base
             last = image.split("/")[-1]
             tag = last.partition(":")[2] if "@" not in last else "digest"
             if not tag:
@@ -121,7 +109,7 @@ def lint(text: str, *, inherited: dict[str, str] | None = None) -> list[str]:
             else:
                 problems.append(f"DL3020: {where}: use COPY for files, not ADD")
         elif ins.keyword == "COPY":
-            destination = expand(ins.words[-1], env)
+            destination = ins.words[-1]
             home = env.get("HOME", "")
             if home and destination.startswith(home) and "chown" not in ins.flags:
                 problems.append(f"chown: {where}: COPY into {home} without --chown")
@@ -176,7 +164,8 @@ RUNTIME = (REPO / "Dockerfile").read_text()
 SCAFFOLDED = dockerfile("web-operator")
 SAMPLE = (REPO / "sample.Dockerfile").read_text()
 # What an image built FROM the runtime inherits from it.
-BASE = {**environment(parse(RUNTIME), {}), "__user__": str(RUNTIME_UID)}
+BASE_ENV = parse(RUNTIME)[-1].env
+BASE = {**BASE_ENV, "__user__": str(RUNTIME_UID)}
 
 
 @pytest.mark.parametrize(
@@ -195,19 +184,17 @@ def test_runtime_image() -> None:
     everything = parse(RUNTIME)
     froms = [ins.args for ins in everything if ins.keyword == "FROM"]
     assert froms == ["${BASE_IMAGE} AS collections", "${BASE_IMAGE}"]
-    args: dict[str, str] = {}
+    parser = DockerfileParser(fileobj=io.BytesIO())
+    parser.content = RUNTIME
+    args = parser.args  # the defaults given before the first FROM
     for ins in everything:
-        if ins.keyword == "ARG":  # the defaults are given before the first FROM
-            name, _, default = ins.args.partition("=")
-            args.setdefault(name, default)
-    assert re.fullmatch(
-        r"docker\.io/library/python:3\.11\.\d+-slim-bookworm", args["BASE_IMAGE"]
-    ), args
+        if ins.keyword == "FROM":
+            assert re.fullmatch(r"docker\.io/library/python:3\.11\.\d+-slim-bookworm", ins.base)
     assert args["ANSIBLE_CORE"] in ("2.18", "2.19")
     # the final stage: everything after its FROM
     last_from = max(i for i, ins in enumerate(everything) if ins.keyword == "FROM")
     instructions = everything[last_from:]
-    env = environment(instructions, {})
+    env = instructions[-1].env
     assert env["HOME"] == "/opt/ansible"
     assert env["ANSIBLE_ROLES_PATH"] == "/opt/ansible/roles"
     # every path Ansible and the runner write to at run time is under /tmp (an emptyDir)
@@ -246,11 +233,11 @@ def test_runtime_image() -> None:
     "text", [pytest.param(SCAFFOLDED, id="scaffolded"), pytest.param(SAMPLE, id="sample")]
 )
 def test_operator_image(text: str) -> None:
-    instructions = parse(text)
+    instructions = parse(text, BASE_ENV)
     assert instructions[0].keyword == "FROM"
     assert instructions[0].args == f"{RUNTIME_IMAGE}:{__version__}"
     copies = [
-        (ins.words[0], expand(ins.words[-1], BASE), ins.flags.get("chown"))
+        (ins.words[0], ins.words[-1], ins.flags.get("chown"))
         for ins in instructions
         if ins.keyword == "COPY"
     ]
@@ -336,5 +323,6 @@ def test_parser_joins_continuations_and_skips_comments() -> None:
     text = "FROM a:1\nRUN one \\\n# a comment inside\n    && two\nCOPY --chown=1:0 --link x /y\n"
     run, copy = parse(text)[1:]
     assert (run.keyword, run.args, run.line) == ("RUN", "one && two", 2)
+    assert run.env == {}
     assert copy.flags == {"chown": "1:0", "link": ""}
     assert copy.words == ["x", "/y"]

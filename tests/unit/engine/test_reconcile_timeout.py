@@ -11,6 +11,7 @@ from support.fake_api import FakeAPI, one_cr
 
 from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
+from runner.engine.outcome import Retry
 from runner.engine.reconciler import Reconciler, RunSettings
 from runner.structs import GVK, NamespacedName
 from runner.watches import Watch
@@ -52,7 +53,7 @@ def reconcile(*, timeout: float, run_seconds: float) -> tuple[Any, dict[str, Any
 def test_a_run_over_the_limit_is_cancelled_and_fails_naming_the_limit() -> None:
     outcome, status, backend = reconcile(timeout=0.2, run_seconds=60)
     assert backend.cancelled
-    assert outcome.error is not None and "timed out after 200ms" in outcome.error
+    assert isinstance(outcome, Retry) and "timed out after 200ms" in outcome.reason
     found = {c["type"]: c for c in status["conditions"]}
     assert found["Failure"]["status"] == "True"
     assert "timed out after 200ms" in found["Failure"]["message"]
@@ -63,7 +64,7 @@ def test_a_run_over_the_limit_is_cancelled_and_fails_naming_the_limit() -> None:
 def test_a_run_within_the_limit_is_not_touched() -> None:
     outcome, status, backend = reconcile(timeout=5, run_seconds=0.01)
     assert not backend.cancelled
-    assert outcome.error is None
+    assert not isinstance(outcome, Retry)
     found = {c["type"]: c["status"] for c in status["conditions"]}
     assert found["Successful"] == "True"
 

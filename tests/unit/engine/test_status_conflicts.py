@@ -9,10 +9,11 @@ from typing import Any
 
 from support.fake_api import FakeAPI, RecordingBackend, one_cr
 
+from runner.engine.outcome import Retry
 from runner.engine.reconciler import Reconciler, RunSettings
 from runner.k8s.errors import Conflict
 from runner.structs import GVK, NamespacedName
-from runner.watches import Watch
+from runner.watches import Finalizer, Watch
 
 KIND = GVK("conflicts.example.com", "v1alpha1", "Busy")
 
@@ -40,14 +41,42 @@ def test_the_reconcile_fails_when_the_status_cannot_be_written() -> None:
         settings=RunSettings(),
         read=lambda _key: api.obj,
     )
-    try:
-        outcome = asyncio.run(reconciler.reconcile(NamespacedName("ns", "one")))
-    except Conflict as err:
-        outcome = None
-        message = str(err)
-    else:
-        message = ""
-    assert outcome is None, "a status never written must not count as a success"
-    assert "kept changing" in message
+    outcome = asyncio.run(reconciler.reconcile(NamespacedName("ns", "one")))
+    assert isinstance(outcome, Retry), "a status never written must not count as a success"
+    assert "kept changing" in outcome.reason
     assert len(backend.requests) == 1, "the run itself went ahead"
     assert api.status_writes >= 2
+
+
+class FinalizerConflicting(FakeAPI):
+    """Someone else writes the CR between every read and finalizer patch of ours."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        super().__init__(obj)
+        self.patches = 0
+
+    async def patch(self, gvk: GVK, *, name: str, namespace: str | None, **_: Any) -> Any:
+        self.patches += 1
+        raise Conflict(409, "Conflict", "the object has been modified", {})
+
+
+def test_a_finalizer_that_cannot_be_removed_is_retried_with_the_reason() -> None:
+    finalizer = "conflicts.example.com/cleanup"
+    obj = one_cr(KIND)
+    obj["metadata"].update(finalizers=[finalizer], deletionTimestamp="2024-01-01T00:00:00Z")
+    api = FinalizerConflicting(obj)
+    backend = RecordingBackend()
+    reconciler = Reconciler(
+        watch=Watch(gvk=KIND, role=Path("/roles/r"), finalizer=Finalizer(name=finalizer)),
+        client=api,  # type: ignore[arg-type]
+        backend=backend,  # type: ignore[arg-type]
+        settings=RunSettings(),
+        read=lambda _key: api.obj,
+    )
+    outcome = asyncio.run(reconciler.reconcile(NamespacedName("ns", "one")))
+    assert outcome == Retry(
+        f"could not remove finalizer {finalizer} from Busy ns/one: it kept changing under "
+        f"{api.patches} writes in a row"
+    )
+    assert len(backend.requests) == 1, "the finalizer's run is not repeated per conflict"
+    assert api.patches > 1

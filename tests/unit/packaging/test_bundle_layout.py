@@ -4,11 +4,13 @@ stable bytes, and the writer removing what a regeneration no longer produces."""
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from dockerfile_parse import DockerfileParser
 from support.bundles import options
 
 from runner.errors import ConfigError
@@ -107,6 +109,10 @@ def test_dockerfile_copies_from_the_bundle_directory() -> None:
 )
 def test_parse_dockerfile_labels(text: str, expected: dict[str, str]) -> None:
     assert parse_dockerfile_labels("FROM scratch\n" + text) == expected
+    # the same as a full Dockerfile parser reads them
+    parser = DockerfileParser(fileobj=io.BytesIO())
+    parser.content = "FROM scratch\n" + text
+    assert parser.labels == expected
 
 
 def test_extra_objects_lose_their_namespace(inputs: ProjectInputs) -> None:

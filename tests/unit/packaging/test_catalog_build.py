@@ -11,8 +11,9 @@ import pytest
 import yaml
 from support.bundles import options
 
+from runner import yamlwriter
 from runner.errors import ConfigError
-from runner.packaging import catalog, yamlio
+from runner.packaging import catalog
 from runner.packaging.bundle import render_bundle
 from runner.packaging.loader import LoadedBundle, load_bundle
 from runner.packaging.project import ProjectInputs
@@ -153,7 +154,10 @@ def test_render_and_load_round_trip(tmp_path: Path, inputs: ProjectInputs) -> No
 
 def test_other_packages_are_ignored_when_loading(tmp_path: Path) -> None:
     (tmp_path / "other.yaml").write_text(
-        yamlio.dump_all([{"schema": "olm.package", "name": "other", "defaultChannel": "a"}])
+        yamlwriter.dump_all(
+            [{"schema": "olm.package", "name": "other", "defaultChannel": "a"}],
+            style=yamlwriter.CANONICAL,
+        )
     )
     assert catalog.load_documents(tmp_path, package=PACKAGE) == []
 

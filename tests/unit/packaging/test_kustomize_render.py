@@ -22,8 +22,8 @@ from runner.packaging.project import render
         pytest.param(
             {"c": [{"name": "a", "x": 1}, {"name": "b"}]},
             {"c": [{"name": "a", "y": 2}, {"name": "z"}]},
-            {"c": [{"name": "a", "x": 1, "y": 2}, {"name": "b"}, {"name": "z"}]},
-            id="named-items-merge",
+            {"c": [{"name": "a", "x": 1, "y": 2}, {"name": "z"}, {"name": "b"}]},
+            id="named-items-merge-patch-order-first",
         ),
         pytest.param(
             {"c": [{"name": "a"}, {"name": "b"}]},

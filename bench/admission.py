@@ -1,0 +1,306 @@
+"""Admission benchmark: latency of a validating webhook role, alone and beside reconciles.
+
+One operator (default fast backend) runs the memcached sample role for Memcached CRs and
+serves a validating webhook role for them (`webhooks.yaml`), registered at its loopback
+server against the local cluster. Measured:
+
+1. AdmissionReviews POSTed straight to the webhook server (HTTPS), 1, 10 and 50 at a
+   time: p50 and p99 of the answer's latency (the role run included);
+2. 50 Memcached CRs created at once, without and then with 10 concurrent admission
+   requests going on: create -> Successful p50/p95 and the time to converge, plus the
+   admission p50/p99 meanwhile.
+
+Usage: .venv/bin/python bench/admission.py [--requests 100] [--crs 50]
+(`ANSIBLE_OPERATOR_TEST_KUBECONFIG` picks a running cluster, else the local one is used).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+import aiohttp  # noqa: E402
+import yaml  # noqa: E402
+from kubernetes import client, config  # noqa: E402
+from kubernetes.dynamic import DynamicClient  # noqa: E402
+from support.kube import release_custom_resources, wait_for  # noqa: E402
+from support.operator import OperatorProcess, install_crd  # noqa: E402
+
+VALIDATE = """\
+- name: size is at most 10
+  ansible.builtin.fail:
+    msg: "size {{ size }} is larger than 10"
+  when: operation != 'DELETE' and (size | default(0) | int) > 10
+- name: warn about a size of 0
+  ansible.builtin.set_fact:
+    webhook_warnings: "size 0 runs nothing"
+  when: (size | default(1) | int) == 0
+"""
+PATH = "/validate-cache-example-com-v1alpha1-memcached"
+
+
+def _kubeconfig() -> Path:
+    given = os.environ.get("ANSIBLE_OPERATOR_TEST_KUBECONFIG")
+    if given:
+        return Path(given)
+    from runner.cluster.local import LocalCluster, default_state_dir
+
+    cluster = LocalCluster(default_state_dir())
+    cluster.up(progress=lambda m: print(m, file=sys.stderr))
+    return cluster.kubeconfig
+
+
+def _review(index: int, namespace: str) -> dict[str, Any]:
+    obj = {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {"name": f"bench-{index}", "namespace": namespace},
+        "spec": {"size": index % 12},
+    }
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "cache.example.com", "version": "v1alpha1", "kind": "Memcached"},
+            "resource": {
+                "group": "cache.example.com",
+                "version": "v1alpha1",
+                "resource": "memcacheds",
+            },
+            "name": obj["metadata"]["name"],
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "bench"},
+            "object": obj,
+            "oldObject": None,
+            "dryRun": False,
+        },
+    }
+
+
+async def _load(
+    port: int, *, concurrency: int, requests: int | None, until: asyncio.Event | None = None
+) -> list[float]:
+    """Latencies of `requests` reviews sent `concurrency` at a time (or until `until`)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    latencies: list[float] = []
+    counter = iter(range(10**9))
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        while True:
+            index = next(counter)
+            if requests is not None and index >= requests:
+                return
+            if until is not None and until.is_set():
+                return
+            started = time.monotonic()
+            async with session.post(
+                f"https://127.0.0.1:{port}{PATH}", json=_review(index, "bench")
+            ) as response:
+                body = await response.json()
+            assert "response" in body, body
+            latencies.append(time.monotonic() - started)
+
+    connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+    return latencies
+
+
+def _percentiles(latencies: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies)
+    return {
+        "n": len(ordered),
+        "p50_ms": round(1000 * statistics.median(ordered), 1),
+        "p99_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 1),
+    }
+
+
+def _successful(item: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Successful" and c.get("status") == "True"
+        for c in (item.get("status") or {}).get("conditions") or []
+    )
+
+
+def _reconcile_burst(memcached: Any, namespace: str, count: int, prefix: str) -> dict[str, float]:
+    created: dict[str, float] = {}
+    start = time.monotonic()
+    for index in range(count):
+        name = f"{prefix}-{index}"
+        memcached.create(
+            body={
+                "apiVersion": "cache.example.com/v1alpha1",
+                "kind": "Memcached",
+                "metadata": {"name": name},
+                "spec": {"size": 1},
+            },
+            namespace=namespace,
+        )
+        created[name] = time.monotonic()
+    done: dict[str, float] = {}
+    while len(done) < count and time.monotonic() - start < 900:
+        now = time.monotonic()
+        for item in memcached.get(namespace=namespace).to_dict()["items"]:
+            name = item["metadata"]["name"]
+            if name in created and name not in done and _successful(item):
+                done[name] = now
+        time.sleep(0.2)
+    latencies = sorted(done[n] - created[n] for n in done)
+    return {
+        "converged": len(done),
+        "p50_s": round(statistics.median(latencies), 2),
+        "p95_s": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
+        "total_s": round(time.monotonic() - start, 1),
+    }
+
+
+async def _burst_with_load(
+    memcached: Any, namespace: str, count: int, port: int
+) -> tuple[dict[str, float], list[float]]:
+    stop = asyncio.Event()
+    load = asyncio.create_task(_load(port, concurrency=10, requests=None, until=stop))
+    try:
+        burst = await asyncio.to_thread(_reconcile_burst, memcached, namespace, count, "loaded")
+    finally:
+        stop.set()
+    return burst, await load
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=100, help="reviews per concurrency")
+    parser.add_argument("--crs", type=int, default=50)
+    parser.add_argument("--backend", default="fast", choices=("fast", "runner"))
+    args = parser.parse_args()
+
+    kubeconfig = _kubeconfig()
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    dyn = DynamicClient(api)
+    memcached = install_crd(
+        dyn,
+        yaml.safe_load((REPO / "config/crd/bases/cache.example.com_memcacheds.yaml").read_text()),
+    )
+    namespace = f"bench-admission-{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": namespace}})
+    work = Path(tempfile.mkdtemp(prefix="bench-admission-"))
+    project = work / "project"
+    (project / "roles" / "validate" / "tasks").mkdir(parents=True)
+    (project / "roles" / "validate" / "tasks" / "main.yml").write_text(VALIDATE)
+    (project / "watches.yaml").write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "group": "cache.example.com",
+                    "version": "v1alpha1",
+                    "kind": "Memcached",
+                    "role": str(REPO / "roles" / "memcached"),
+                }
+            ]
+        )
+    )
+    (project / "webhooks.yaml").write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "group": "cache.example.com",
+                    "version": "v1alpha1",
+                    "kind": "Memcached",
+                    "validating": {"role": "validate", "timeout": "10s"},
+                }
+            ]
+        )
+    )
+    operator = OperatorProcess(
+        project,
+        kubeconfig=kubeconfig,
+        log=work / "operator.log",
+        args=["--webhook-bind-address", "127.0.0.1:0", "--ansible-backend", args.backend],
+        env={"WATCH_NAMESPACE": namespace, "ANSIBLE_GATHERING": "explicit"},
+    )
+    results: dict[str, Any] = {"backend": args.backend, "cpus": os.cpu_count()}
+    try:
+        port = wait_for(lambda: _port(operator), timeout=120, message="webhook server")
+        vwc = dyn.resources.get(
+            api_version="admissionregistration.k8s.io/v1", kind="ValidatingWebhookConfiguration"
+        )
+        wait_for(
+            lambda: any(PATH in str(item) for item in vwc.get().to_dict()["items"]),
+            timeout=120,
+            message="webhook registered",
+        )
+        asyncio.run(_load(port, concurrency=4, requests=20))  # warm-up, not counted
+        for concurrency in (1, 10, 50):
+            latencies = asyncio.run(
+                _load(port, concurrency=concurrency, requests=max(args.requests, 2 * concurrency))
+            )
+            results[f"admission_c{concurrency}"] = _percentiles(latencies)
+            print(f"admission, {concurrency} at a time: {results[f'admission_c{concurrency}']}")
+        results["reconcile_alone"] = _reconcile_burst(memcached, namespace, args.crs, "alone")
+        print(f"{args.crs} CRs reconciling alone: {results['reconcile_alone']}")
+        burst, latencies = asyncio.run(_burst_with_load(memcached, namespace, args.crs, port))
+        results["reconcile_with_admissions"] = burst
+        results["admission_c10_during_reconciles"] = _percentiles(latencies)
+        print(f"{args.crs} CRs reconciling with 10 concurrent admissions: {burst}")
+        print(f"admission meanwhile: {results['admission_c10_during_reconciles']}")
+    finally:
+        operator.stop()
+        release_custom_resources(dyn, namespace)
+        core.delete_namespace(namespace)
+    alone, loaded = results["reconcile_alone"], results["reconcile_with_admissions"]
+    results["reconcile_p50_slowdown"] = round(loaded["p50_s"] / alone["p50_s"] - 1, 3)
+    print()
+    print("| load | p50 | p99 |")
+    print("|---|---|---|")
+    for key, label in (
+        ("admission_c1", "1 at a time"),
+        ("admission_c10", "10 at a time"),
+        ("admission_c50", "50 at a time"),
+        ("admission_c10_during_reconciles", f"10 at a time, {args.crs} CRs reconciling"),
+    ):
+        row = results[key]
+        print(f"| {label} | {row['p50_ms']} ms | {row['p99_ms']} ms |")
+    print()
+    print("| reconciles | p50 create->Successful | p95 | converged in |")
+    print("|---|---|---|---|")
+    for key, label in (
+        ("reconcile_alone", "alone"),
+        ("reconcile_with_admissions", "with admissions"),
+    ):
+        row = results[key]
+        print(
+            f"| {args.crs} CRs {label} | {row['p50_s']} s | {row['p95_s']} s | {row['total_s']} s |"
+        )
+    out = REPO / "bench" / "results" / "admission.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def _port(operator: OperatorProcess) -> int | None:
+    assert operator.running(), operator.log()[-3000:]
+    for line in operator.log().splitlines():
+        if "webhook(s) on https://" in line:
+            return int(line.rsplit(":", 1)[1].split()[0])
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

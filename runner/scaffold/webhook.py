@@ -1,0 +1,444 @@
+"""`create webhook`: roles for a kind's webhooks and the configuration that serves them.
+
+operator-sdk's flags (`--defaulting`, `--programmatic-validation`, `--conversion`) choose
+the webhooks. Written: a role per webhook (`roles/<kind>_defaulting`, `_validation`,
+`_conversion`), the kind's entry in webhooks.yaml, `config/webhook` (the Service and the
+Validating/MutatingWebhookConfiguration, rendered from every webhooks.yaml entry by
+`runner.webhooks.manifests`), `config/certmanager` (a self-signed Issuer and the serving
+Certificate whose CA cert-manager injects), and the kustomize wiring in `config/default`
+and, for conversion, `config/crd`. Pure like `generate.py`: a `Plan` from file texts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runner.errors import ConfigError
+from runner.scaffold import yamltext
+from runner.scaffold.generate import Plan
+from runner.scaffold.names import Resource
+from runner.scaffold.plural import plural
+from runner.scaffold.project import PROJECT_FILE, parse_project
+from runner.webhooks import declarations, manifests
+
+__all__ = ["WEBHOOK_FILES", "webhook_plan"]
+
+WEBHOOKS_FILE = declarations.DEFAULT_FILE
+DEFAULT_KUSTOMIZATION = "config/default/kustomization.yaml"
+CRD_KUSTOMIZATION = "config/crd/kustomization.yaml"
+MANIFESTS = "config/webhook/manifests.yaml"
+DOCKERFILE = "Dockerfile"
+WEBHOOK_FILES = (WEBHOOKS_FILE, DEFAULT_KUSTOMIZATION, CRD_KUSTOMIZATION, MANIFESTS, DOCKERFILE)
+"""The files `webhook_plan` reads (besides PROJECT), those that exist."""
+
+SERVICE = "webhook-service"
+SECRET = "webhook-server-cert"
+CERTIFICATE = "serving-cert"
+CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+
+_VALIDATION = """\
+---
+# Validates {kind} objects ({what}). A failed task denies the request with its
+# message; `webhook_warnings` (a string or a list) are shown to the client.
+# Vars: the spec's keys (snake_case), {cr_var} (the object), operation,
+# old_object, user_info, dry_run. See docs/webhooks.md.
+- name: Refuse a negative size
+  ansible.builtin.fail:
+    msg: "spec.size must not be negative, got {{{{ size }}}}"
+  when: operation != 'DELETE' and (size | default(0) | int) < 0
+
+- name: Warn about a large size
+  ansible.builtin.set_fact:
+    webhook_warnings: "spec.size {{{{ size }}}} is large"
+  when: operation != 'DELETE' and (size | default(0) | int) > 100
+"""
+
+_DEFAULTING = """\
+---
+# Defaults {kind} objects: set `webhook_object` to the object as it should be
+# (the operator sends the API server the JSON patch), or `webhook_patch` to a JSON
+# Patch list. Vars as for validation. See docs/webhooks.md.
+- name: Default spec.size to 1
+  ansible.builtin.set_fact:
+    webhook_object: >-
+      {{{{ {cr_var} | combine({{'spec': {{'size': size | default(1)}}}}, recursive=True) }}}}
+"""
+
+_CONVERSION = """\
+---
+# Converts {kind} objects between the CRD's versions: the object ({cr_var}, spec
+# keys as snake_case vars) arrives in any version; set `webhook_object` to it in
+# `desired_api_version`. Must depend on the object alone (results are cached).
+- name: Convert (the versions share their fields so far)
+  ansible.builtin.set_fact:
+    webhook_object: "{{{{ {cr_var} | combine({{'apiVersion': desired_api_version}}) }}}}"
+"""
+
+_WEBHOOK_KUSTOMIZATION = """\
+# The webhook Service and configurations (`create webhook` regenerates manifests.yaml
+# from webhooks.yaml).
+---
+resources:
+  - manifests.yaml
+  - service.yaml
+configurations:
+  - kustomizeconfig.yaml
+"""
+
+_WEBHOOK_KUSTOMIZECONFIG = """\
+# Lets namePrefix and namespace reach the Service named in the configurations.
+---
+nameReference:
+  - kind: Service
+    version: v1
+    fieldSpecs:
+      - kind: MutatingWebhookConfiguration
+        group: admissionregistration.k8s.io
+        path: webhooks/clientConfig/service/name
+      - kind: ValidatingWebhookConfiguration
+        group: admissionregistration.k8s.io
+        path: webhooks/clientConfig/service/name
+namespace:
+  - kind: MutatingWebhookConfiguration
+    group: admissionregistration.k8s.io
+    path: webhooks/clientConfig/service/namespace
+    create: true
+  - kind: ValidatingWebhookConfiguration
+    group: admissionregistration.k8s.io
+    path: webhooks/clientConfig/service/namespace
+    create: true
+"""
+
+_CRD_KUSTOMIZECONFIG = """\
+# Lets namePrefix and namespace reach the webhook Service a CRD's conversion names.
+---
+nameReference:
+  - kind: Service
+    version: v1
+    fieldSpecs:
+      - kind: CustomResourceDefinition
+        version: v1
+        group: apiextensions.k8s.io
+        path: spec/conversion/webhook/clientConfig/service/name
+namespace:
+  - kind: CustomResourceDefinition
+    version: v1
+    group: apiextensions.k8s.io
+    path: spec/conversion/webhook/clientConfig/service/namespace
+    create: false
+"""
+
+_CERTMANAGER_KUSTOMIZATION = """\
+# A self-signed Issuer and the webhook's serving Certificate (needs cert-manager);
+# cert-manager renews it and the operator reloads it without a restart.
+---
+resources:
+  - certificate.yaml
+"""
+
+
+def _service(project: str) -> str:
+    return yamltext.dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": SERVICE,
+                "namespace": "system",
+                "labels": {"app.kubernetes.io/name": project},
+            },
+            "spec": {
+                "ports": [{"port": 443, "protocol": "TCP", "targetPort": 9443}],
+                "selector": {
+                    "control-plane": "controller-manager",
+                    "app.kubernetes.io/name": project,
+                },
+            },
+        },
+        header="The Service the API server calls the webhooks through (HTTPS, port 443).",
+    )
+
+
+def _certificate(namespace: str, prefix: str) -> str:
+    service = f"{prefix}{SERVICE}"
+    return yamltext.dump_all(
+        [
+            {
+                "apiVersion": "cert-manager.io/v1",
+                "kind": "Issuer",
+                "metadata": {"name": "selfsigned-issuer", "namespace": "system"},
+                "spec": {"selfSigned": {}},
+            },
+            {
+                "apiVersion": "cert-manager.io/v1",
+                "kind": "Certificate",
+                "metadata": {"name": CERTIFICATE, "namespace": "system"},
+                "spec": {
+                    "dnsNames": [
+                        f"{service}.{namespace}.svc",
+                        f"{service}.{namespace}.svc.cluster.local",
+                    ],
+                    "issuerRef": {"kind": "Issuer", "name": f"{prefix}selfsigned-issuer"},
+                    "secretName": SECRET,
+                },
+            },
+        ],
+        header="The webhook server's certificate, in the Secret mounted at " + CERT_DIR + ".",
+    )
+
+
+def _manager_patch() -> str:
+    return yamltext.dump(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "controller-manager", "namespace": "system"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "manager",
+                                "ports": [
+                                    {
+                                        "containerPort": 9443,
+                                        "name": "webhook-server",
+                                        "protocol": "TCP",
+                                    }
+                                ],
+                                "volumeMounts": [
+                                    {"mountPath": CERT_DIR, "name": "cert", "readOnly": True}
+                                ],
+                            }
+                        ],
+                        "volumes": [{"name": "cert", "secret": {"secretName": SECRET}}],
+                    }
+                }
+            },
+        },
+        header="The manager serves the webhooks on 9443 with the certificate's Secret.",
+    )
+
+
+def _conversion_patch(resource: Resource, inject: str) -> str:
+    conversion = manifests.conversion(
+        {
+            "service": {
+                "name": SERVICE,
+                "namespace": "system",
+                "path": declarations.conversion_path(),
+            }
+        }
+    )
+    return yamltext.dump(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {
+                "name": resource.crd_name,
+                "annotations": {"cert-manager.io/inject-ca-from": inject},
+            },
+            "spec": {"conversion": conversion},
+        },
+        header=f"Conversions of {resource.kind} go to the operator's /convert webhook.",
+    )
+
+
+def _entry_block(
+    resource: Resource, *, defaulting: bool, validation: bool, conversion: bool
+) -> str:
+    entry: dict[str, Any] = {
+        "group": resource.full_group,
+        "version": resource.version,
+        "kind": resource.kind,
+    }
+    if validation:
+        entry["validating"] = {
+            "role": f"{resource.singular}_validation",
+            "operations": ["CREATE", "UPDATE"],
+            "failurePolicy": "Fail",
+        }
+    if defaulting:
+        entry["mutating"] = {"role": f"{resource.singular}_defaulting", "failurePolicy": "Fail"}
+    if conversion:
+        entry["conversion"] = {"role": f"{resource.singular}_conversion"}
+    return yamltext.dump([entry], start=False)
+
+
+def _kustomize_value(text: str, key: str) -> str:
+    data = yamltext.load(text, source=DEFAULT_KUSTOMIZATION)
+    value = data.get(key) if isinstance(data, dict) else None
+    return str(value) if isinstance(value, str) else ""
+
+
+def _add_patch(text: str, path: str, source: str) -> str:
+    """`patches` of a kustomization with `{path, target: {kind: Deployment}}` added."""
+    data = yamltext.load(text, source=source)
+    patches = data.get("patches") if isinstance(data, dict) else None
+    if isinstance(patches, list) and any(
+        isinstance(p, dict) and p.get("path") == path for p in patches
+    ):
+        return text
+    block = f"  - path: {path}\n    target:\n      kind: Deployment\n"
+    lines = text.splitlines(keepends=True)
+    if "patches:\n" in lines:
+        at = lines.index("patches:\n") + 1
+        while at < len(lines) and lines[at].startswith((" ", "\t")):
+            at += 1
+        result = "".join([*lines[:at], block, *lines[at:]])
+    else:
+        result = yamltext.append_block(text, "patches:\n" + block)
+    after = yamltext.load(result, source=source)
+    if not isinstance(after, dict) or after.get("patches") != [
+        *(patches or []),
+        {"path": path, "target": {"kind": "Deployment"}},
+    ]:
+        raise ConfigError(f"{source}: cannot add the patch {path} automatically; add by hand")
+    return result
+
+
+def _dockerfile(text: str) -> str:
+    if re.search(r"^COPY .*webhooks\.yaml", text, flags=re.MULTILINE):
+        return text
+    match = re.search(r"^COPY (?P<opts>.*?)watches\.yaml .*$", text, flags=re.MULTILINE)
+    line = "COPY --chown=1001:0 webhooks.yaml ${HOME}/webhooks.yaml\n"
+    if match is None:
+        return yamltext.append_block(text, line)
+    line = f"COPY {match.group('opts')}webhooks.yaml ${{HOME}}/webhooks.yaml\n"
+    end = match.end() + 1
+    return text[:end] + line + text[end:]
+
+
+def webhook_plan(
+    files: Mapping[str, str],
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    defaulting: bool,
+    validation: bool,
+    conversion: bool,
+    root: Path,
+) -> Plan:
+    """The files for a kind's webhooks, given the project's `files` (PROJECT and
+    `WEBHOOK_FILES`). Raises ConfigError before anything is written."""
+    if PROJECT_FILE not in files:
+        raise ConfigError(f"{PROJECT_FILE} not found: run `create webhook` in the project")
+    if not (defaulting or validation or conversion):
+        raise ConfigError(
+            "create webhook: choose at least one of --defaulting, --programmatic-validation, "
+            "--conversion"
+        )
+    project = parse_project(files[PROJECT_FILE])
+    wanted = Resource.validated(group=group, domain=project.domain, version=version, kind=kind)
+    resource = project.find(wanted)
+    if resource is None or resource.version != wanted.version:
+        raise ConfigError(
+            f"{PROJECT_FILE}: the project has no {wanted.gvk_text()}; "
+            f"run `ansible-operator create api` for it first"
+        )
+    for path in (DEFAULT_KUSTOMIZATION, CRD_KUSTOMIZATION, DOCKERFILE):
+        if path not in files:
+            raise ConfigError(f"cannot add webhooks: missing {path} (written by `init`)")
+    existing = files.get(WEBHOOKS_FILE, "")
+    known = declarations.parse(
+        existing, source=WEBHOOKS_FILE, environ={}, base_dir=root, check_paths=False
+    )
+    if any(w.gvk.group == resource.full_group and w.gvk.kind == resource.kind for w in known):
+        raise ConfigError(
+            f"{WEBHOOKS_FILE}: already declares webhooks for "
+            f"{resource.kind}.{resource.full_group}; edit its entry by hand"
+        )
+    block = _entry_block(
+        resource, defaulting=defaulting, validation=validation, conversion=conversion
+    )
+    webhooks_text = yamltext.append_block(existing, block) if existing.strip() else block
+    every = declarations.parse(
+        webhooks_text, source=WEBHOOKS_FILE, environ={}, base_dir=root, check_paths=False
+    )
+    namespace = _kustomize_value(files[DEFAULT_KUSTOMIZATION], "namespace") or "system"
+    prefix = _kustomize_value(files[DEFAULT_KUSTOMIZATION], "namePrefix")
+    inject = f"{namespace}/{prefix}{CERTIFICATE}"
+
+    cr_var = "_" + resource.full_group.replace(".", "_").replace("-", "_") + "_" + resource.singular
+    create: dict[str, str] = {}
+    update: dict[str, str] = {}
+    roles = {
+        "validation": (validation, _VALIDATION),
+        "defaulting": (defaulting, _DEFAULTING),
+        "conversion": (conversion, _CONVERSION),
+    }
+    for suffix, (chosen, template) in roles.items():
+        if chosen:
+            what = "create and update"
+            create[f"roles/{resource.singular}_{suffix}/tasks/main.yml"] = template.format(
+                kind=resource.kind, cr_var=cr_var, what=what
+            )
+    (update if WEBHOOKS_FILE in files else create)[WEBHOOKS_FILE] = webhooks_text
+    (update if MANIFESTS in files else create)[MANIFESTS] = _manifests(every, resource, inject)
+    if MANIFESTS not in files:
+        create.update(
+            {
+                "config/webhook/kustomization.yaml": _WEBHOOK_KUSTOMIZATION,
+                "config/webhook/kustomizeconfig.yaml": _WEBHOOK_KUSTOMIZECONFIG,
+                "config/webhook/service.yaml": _service(project.name),
+                "config/certmanager/kustomization.yaml": _CERTMANAGER_KUSTOMIZATION,
+                "config/certmanager/certificate.yaml": _certificate(namespace, prefix),
+                "config/default/manager_webhook_patch.yaml": _manager_patch(),
+            }
+        )
+    default = files[DEFAULT_KUSTOMIZATION]
+    for item in ("../webhook", "../certmanager"):
+        default = yamltext.add_list_item(default, "resources", item, source=DEFAULT_KUSTOMIZATION)
+    update[DEFAULT_KUSTOMIZATION] = _add_patch(
+        default, "manager_webhook_patch.yaml", DEFAULT_KUSTOMIZATION
+    )
+    update[DOCKERFILE] = _dockerfile(files[DOCKERFILE])
+    if conversion:
+        patch_file = f"patches/webhook_in_{resource.plural}.yaml"
+        create[f"config/crd/{patch_file}"] = _conversion_patch(resource, inject)
+        crd = _add_patch(files[CRD_KUSTOMIZATION], patch_file, CRD_KUSTOMIZATION).replace(
+            f"  - path: {patch_file}\n    target:\n      kind: Deployment\n",
+            f"  - path: {patch_file}\n",
+        )
+        crd = yamltext.add_list_item(
+            crd, "configurations", "kustomizeconfig.yaml", source=CRD_KUSTOMIZATION
+        )
+        update[CRD_KUSTOMIZATION] = crd
+        create["config/crd/kustomizeconfig.yaml"] = _CRD_KUSTOMIZECONFIG
+    return Plan(create=create, update=update)
+
+
+def _manifests(webhooks: tuple[declarations.Webhook, ...], resource: Resource, inject: str) -> str:
+    plurals = {w.gvk: _plural_of(w, resource) for w in webhooks}
+    documents = []
+    client = {"service": {"name": SERVICE, "namespace": "system"}}
+    for kind, type_, name in (
+        ("MutatingWebhookConfiguration", "mutating", manifests.MUTATING_NAME),
+        ("ValidatingWebhookConfiguration", "validating", manifests.VALIDATING_NAME),
+    ):
+        chosen = [w for w in webhooks if w.type == type_]
+        if not chosen:
+            continue
+        body = manifests.admission_configuration(
+            kind, chosen, name=name, plurals=plurals, client_config=client, path_in_url=False
+        )
+        body["metadata"] = {
+            "name": name,
+            "annotations": {"cert-manager.io/inject-ca-from": inject},
+        }
+        documents.append(body)
+    if not documents:
+        return "# No admission webhooks yet (webhooks.yaml declares only conversion).\n"
+    return yamltext.dump_all(
+        documents,
+        header="Rendered by `ansible-operator create webhook` from webhooks.yaml; "
+        "kept in step by running it again.",
+    )
+
+
+def _plural_of(webhook: declarations.Webhook, resource: Resource) -> str:
+    return resource.plural if webhook.gvk.kind == resource.kind else plural(webhook.gvk.kind)

@@ -1,0 +1,255 @@
+"""`ansible-operator run` against a local cluster: webhooks served on loopback, registered
+with the API server for as long as the operator runs.
+
+In a cluster, `config/webhook` (a Service, the configurations) and cert-manager or OLM
+wire the API server to the operator's pod. During development the operator runs on the
+developer's machine next to the local control plane, so it does the wiring itself: a
+CA and a serving certificate for 127.0.0.1 made for this process (in its own run
+directory), a ValidatingWebhookConfiguration and a MutatingWebhookConfiguration whose
+`clientConfig.url` points at the loopback server with that CA, and, for conversion, the
+CRD's `spec.conversion` pointed there too. On exit the configurations are deleted and
+each CRD's `spec.conversion` is put back as it was.
+
+The configurations are named after the project directory, so a restarted (or killed)
+operator of the same project replaces its own leftovers instead of adding to them.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import ipaddress
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from runner.k8s.client import KubeClient
+from runner.k8s.errors import Conflict, NotFound
+from runner.structs import GVK
+from runner.webhooks.declarations import Webhook
+from runner.webhooks.manifests import admission_configuration, conversion
+from runner.webhookserver.server import CERT_FILE, KEY_FILE
+
+__all__ = [
+    "DevRegistration",
+    "configuration_name",
+    "is_loopback_server",
+    "write_dev_certificates",
+]
+
+log = logging.getLogger("ansible-operator.webhooks")
+
+VALIDATING = GVK("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
+MUTATING = GVK("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
+CRD = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+_VALIDITY = datetime.timedelta(days=30)
+
+
+def is_loopback_server(url: str) -> bool:
+    """True when the API server is on this machine (it can then call our loopback)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def write_dev_certificates(directory: Path, *, now: datetime.datetime | None = None) -> bytes:
+    """A new CA and a serving certificate for 127.0.0.1 and localhost in `directory`
+    (`tls.crt`, `tls.key`, `ca.crt`); returns the CA certificate (PEM)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ansible-operator webhook CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [
+                    x509.DNSName("localhost"),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                ]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    (directory / KEY_FILE).write_bytes(key_pem)
+    (directory / KEY_FILE).chmod(0o600)
+    (directory / CERT_FILE).write_bytes(_pem(cert))
+    (directory / "ca.crt").write_bytes(_pem(ca))
+    return _pem(ca)
+
+
+def configuration_name(project: Path) -> str:
+    """`<project>-<hash>-dev`: one name per project directory."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", project.name.lower()).strip("-")[:40] or "operator"
+    digest = hashlib.sha256(str(project).encode()).hexdigest()[:8]
+    return f"{slug}-{digest}-dev"
+
+
+class DevRegistration:
+    """Registers `webhooks` at `url` (the loopback server) and removes them again."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        webhooks: Sequence[Webhook],
+        *,
+        url: str,
+        ca_pem: bytes,
+        name: str,
+    ) -> None:
+        self._client = client
+        self._webhooks = tuple(webhooks)
+        self._url = url
+        self._ca = base64.b64encode(ca_pem).decode()
+        self._name = name
+        self._created: list[GVK] = []
+        self._conversions: dict[str, Any] = {}  # CRD name -> its spec.conversion before
+
+    async def apply(self) -> None:
+        plurals = {
+            w.gvk: (await self._client.resource(w.gvk)).plural
+            for w in self._webhooks
+            if w.type != "conversion"
+        }
+        client_config = {"url": self._url, "caBundle": self._ca}
+        for gvk, kind in ((VALIDATING, "validating"), (MUTATING, "mutating")):
+            chosen = [w for w in self._webhooks if w.type == kind]
+            if not chosen:
+                continue
+            body = admission_configuration(
+                gvk.kind,
+                chosen,
+                name=self._name,
+                plurals=plurals,
+                client_config=client_config,
+                path_in_url=True,
+            )
+            await self._create_or_replace(gvk, body)
+            self._created.append(gvk)
+            log.info("registered %s %s -> %s", gvk.kind, self._name, self._url)
+        for webhook in (w for w in self._webhooks if w.type == "conversion"):
+            await self._point_conversion(webhook)
+
+    async def remove(self) -> None:
+        for gvk in self._created:
+            try:
+                await self._client.delete(gvk, name=self._name, namespace=None)
+                log.info("removed %s %s", gvk.kind, self._name)
+            except NotFound:
+                pass
+            except Exception as err:
+                log.error("could not remove %s %s: %s", gvk.kind, self._name, err)
+        for crd_name, before in self._conversions.items():
+            try:
+                await self._client.patch(
+                    CRD,
+                    name=crd_name,
+                    namespace=None,
+                    body=[{"op": "replace", "path": "/spec/conversion", "value": before}],
+                    patch_type="json",
+                )
+                log.info("restored the conversion of CRD %s", crd_name)
+            except Exception as err:
+                log.error("could not restore the conversion of CRD %s: %s", crd_name, err)
+
+    async def _create_or_replace(self, gvk: GVK, body: dict[str, Any]) -> None:
+        try:
+            await self._client.create(gvk, body)
+        except Conflict:
+            current = await self._client.get(gvk, name=self._name, namespace=None)
+            body = {
+                **body,
+                "metadata": {
+                    **body["metadata"],
+                    "resourceVersion": current["metadata"]["resourceVersion"],
+                },
+            }
+            await self._client.replace(gvk, obj=body)
+
+    async def _point_conversion(self, webhook: Webhook) -> None:
+        crds, _ = await self._client.list(CRD, namespace=None)
+        found = [
+            item
+            for item in crds
+            if item["spec"]["group"] == webhook.gvk.group
+            and item["spec"]["names"]["kind"] == webhook.gvk.kind
+        ]
+        if not found:
+            log.error(
+                "no CRD for %s.%s: its conversion webhook is not registered",
+                webhook.gvk.kind,
+                webhook.gvk.group,
+            )
+            return
+        crd = found[0]
+        name = crd["metadata"]["name"]
+        before = crd["spec"].get("conversion") or {"strategy": "None"}
+        previous_url = str((before.get("webhook") or {}).get("clientConfig", {}).get("url", ""))
+        if is_loopback_server(previous_url):
+            before = {"strategy": "None"}  # our own leftover from a killed run
+        wanted = conversion({"url": self._url + webhook.path, "caBundle": self._ca})
+        await self._client.patch(
+            CRD,
+            name=name,
+            namespace=None,
+            body=[{"op": "replace", "path": "/spec/conversion", "value": wanted}],
+            patch_type="json",
+        )
+        self._conversions[name] = before
+        log.info("pointed the conversion of CRD %s at %s", name, self._url + webhook.path)

@@ -1,0 +1,213 @@
+"""The webhooks inside `ansible-operator run`: flags, and serving for the operator's life.
+
+`running()` is the one call `run` makes: with no webhooks declared it does nothing;
+otherwise it starts the webhooks' own Ansible backend, the HTTPS server, and (against a
+local cluster) registers the webhooks for the operator's life (`devsetup.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from runner.ansible.backend import LogEvents, RunnerBackend
+from runner.ansible.fast import FastBackend
+from runner.errors import ConfigError
+from runner.k8s.client import KubeClient
+from runner.webhooks import declarations
+from runner.webhooks.declarations import Webhook
+from runner.webhookserver import devsetup
+from runner.webhookserver.roles import RunOptions, WebhookMetrics, WebhookRunner
+from runner.webhookserver.server import CERT_FILE, CertificateReloader, WebhookServer
+
+__all__ = [
+    "BackendChoice",
+    "RunOptions",
+    "WebhookSettings",
+    "add_arguments",
+    "load",
+    "running",
+    "settings_from",
+]
+
+log = logging.getLogger("ansible-operator.webhooks")
+
+DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+"""Where controller-runtime operators (and OLM, for webhookdefinitions) expect the pair."""
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The reconciles' backend class and options; the webhooks get their own instance."""
+
+    type: type[RunnerBackend]
+    share_payloads: bool = True
+    log_events: LogEvents = "tasks"
+    debug_logs: bool = False
+
+    def make(self, base_dir: Path, workers: int, envvars: Mapping[str, str]) -> RunnerBackend:
+        backend = self.type(
+            base_dir=base_dir,
+            log_events=self.log_events,
+            debug_logs=self.debug_logs,
+            max_workers=workers,
+            share_payloads=self.share_payloads,
+        )
+        if isinstance(backend, FastBackend):
+            backend.start(envvars=envvars)  # warms up while the server starts
+        return backend
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    webhooks_file: Path
+    host: str
+    port: int
+    cert_dir: Path
+    workers: int
+    register: str  # auto, true or false
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `run` flags of the webhooks (docs/webhooks.md)."""
+    group = parser.add_argument_group("webhooks (see docs/webhooks.md)")
+    group.add_argument(
+        "--webhooks-file",
+        default="./webhooks.yaml",
+        metavar="PATH",
+        help="the webhook declarations; none served when the file does not exist",
+    )
+    group.add_argument(
+        "--webhook-bind-address",
+        default=":9443",
+        metavar="ADDRESS",
+        help="[host]:port of the HTTPS webhook server",
+    )
+    group.add_argument(
+        "--webhook-cert-dir",
+        default=DEFAULT_CERT_DIR,
+        metavar="DIR",
+        help="directory with tls.crt and tls.key, reloaded when they change",
+    )
+    group.add_argument(
+        "--webhook-workers",
+        type=int,
+        default=max(2, 2 * (os.cpu_count() or 1)),
+        metavar="N",
+        help="webhook role runs at once, apart from the reconciles' workers",
+    )
+    group.add_argument(
+        "--webhook-register",
+        default="auto",
+        choices=("auto", "true", "false"),
+        help="register the webhooks at the loopback server for the operator's life "
+        "(auto: when the API server is on this machine)",
+    )
+
+
+def settings_from(args: argparse.Namespace) -> WebhookSettings:
+    address = str(args.webhook_bind_address)
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"--webhook-bind-address: {address!r} is not host:port or :port")
+    if args.webhook_workers < 1:
+        raise ConfigError(f"--webhook-workers: must be 1 or more, got {args.webhook_workers}")
+    return WebhookSettings(
+        webhooks_file=Path(args.webhooks_file),
+        host=host.strip("[]"),
+        port=int(port),
+        cert_dir=Path(args.webhook_cert_dir),
+        workers=args.webhook_workers,
+        register=str(args.webhook_register),
+    )
+
+
+def load(settings: WebhookSettings, environ: Mapping[str, str]) -> tuple[Webhook, ...]:
+    webhooks = declarations.load(settings.webhooks_file, environ=environ, cwd=Path.cwd())
+    for webhook in webhooks:
+        log.info("%s runs %s", webhook.describe(), webhook.target)
+    return webhooks
+
+
+async def _warm(backend: RunnerBackend, *, limit: float = 120.0) -> None:
+    if not isinstance(backend, FastBackend):
+        return
+    deadline = asyncio.get_running_loop().time() + limit
+    while backend.warming() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    webhooks: Sequence[Webhook],
+    settings: WebhookSettings,
+    *,
+    client: KubeClient,
+    backend: BackendChoice,
+    registry: CollectorRegistry,
+    run_dir: Path,
+    options: RunOptions,
+) -> AsyncIterator[WebhookServer | None]:
+    """Serve `webhooks` until the block ends (nothing at all when there are none)."""
+    if not webhooks:
+        yield None
+        return
+    register = settings.register == "true" or (
+        settings.register == "auto" and devsetup.is_loopback_server(client.server)
+    )
+    cert_dir = settings.cert_dir
+    ca_pem = b""
+    if register and not (cert_dir / CERT_FILE).exists():
+        cert_dir = run_dir / "webhook-certs"
+        ca_pem = devsetup.write_dev_certificates(cert_dir)
+    elif register:
+        ca_file = cert_dir / "ca.crt"
+        ca_pem = (ca_file if ca_file.exists() else cert_dir / CERT_FILE).read_bytes()
+    elif not (cert_dir / CERT_FILE).exists():
+        raise ConfigError(
+            f"{settings.webhooks_file} declares webhooks but {cert_dir / CERT_FILE} does not "
+            "exist: mount the serving certificate there (cert-manager, OLM) or set "
+            "--webhook-cert-dir"
+        )
+    host = settings.host or ("127.0.0.1" if register else "")
+    async with contextlib.AsyncExitStack() as stack:
+        own_backend = backend.make(run_dir / "webhooks", settings.workers, options.envvars)
+        stack.push_async_callback(own_backend.close)
+        runner = WebhookRunner(
+            own_backend, workers=settings.workers, options=options, metrics=WebhookMetrics(registry)
+        )
+        stack.push_async_callback(runner.close)
+        server = WebhookServer(
+            webhooks,
+            runner,
+            host=host,
+            port=settings.port,
+            certificates=CertificateReloader(cert_dir),
+        )
+        try:
+            port = await server.start()
+        except OSError as err:
+            raise ConfigError(f"--webhook-bind-address: cannot listen: {err}") from err
+        stack.push_async_callback(server.stop)
+        if register:
+            # Registered once runs are fast: the first requests must not time out on
+            # the warm-up (in a cluster, the pod's readiness covers it).
+            await _warm(own_backend)
+            registration = devsetup.DevRegistration(
+                client,
+                webhooks,
+                url=f"https://127.0.0.1:{port}",
+                ca_pem=ca_pem,
+                name=devsetup.configuration_name(Path.cwd()),
+            )
+            stack.push_async_callback(registration.remove)
+            await registration.apply()
+        yield server

@@ -1,0 +1,137 @@
+"""`ansible-operator create webhook`, and the bundle it leads to (webhookdefinitions)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runner.errors import ConfigError
+from runner.packaging import project as packaging_project
+from runner.packaging.bundle import render_bundle
+from runner.packaging.csv import BundleOptions
+from runner.webhooks import declarations
+
+
+@pytest.fixture
+def demo(tmp_path: Path, cli: Callable[[Sequence[str]], int]) -> Path:
+    root = tmp_path / "demo"
+    root.mkdir()
+    cwd = Path.cwd()
+    os.chdir(root)
+    try:
+        assert cli(["init", "--domain", "example.com"]) == 0
+        assert (
+            cli(
+                [
+                    "create",
+                    "api",
+                    "--group",
+                    "cache",
+                    "--version",
+                    "v1alpha1",
+                    "--kind",
+                    "Memcached",
+                ]
+            )
+            == 0
+        )
+        yield root
+    finally:
+        os.chdir(cwd)
+
+
+def _create(*flags: str) -> list[str]:
+    kind = ["--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"]
+    return ["create", "webhook", *kind, *flags]
+
+
+def _load_all(path: Path) -> list[Any]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def test_every_webhook_gets_a_role_an_entry_and_its_wiring(
+    demo: Path, cli: Callable[[Sequence[str]], int]
+) -> None:
+    code = cli(_create("--defaulting", "--programmatic-validation", "--conversion"))
+    assert code == 0
+    webhooks = declarations.load(Path("webhooks.yaml"), environ={}, cwd=demo)
+    assert [(w.type, w.target.name) for w in webhooks] == [
+        ("validating", "memcached_validation"),
+        ("mutating", "memcached_defaulting"),
+        ("conversion", "memcached_conversion"),
+    ]
+    for role in ("validation", "defaulting", "conversion"):
+        tasks = yaml.safe_load((demo / f"roles/memcached_{role}/tasks/main.yml").read_text())
+        assert isinstance(tasks, list) and tasks
+    configurations = _load_all(demo / "config/webhook/manifests.yaml")
+    assert [c["kind"] for c in configurations] == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    validating = configurations[1]["webhooks"][0]
+    assert validating["clientConfig"]["service"] == {
+        "name": "webhook-service",
+        "namespace": "system",
+        "path": "/validate-cache-example-com-v1alpha1-memcached",
+    }
+    assert validating["rules"][0]["resources"] == ["memcacheds"]
+    assert configurations[1]["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "demo-system/demo-serving-cert"
+    }
+    default = yaml.safe_load((demo / "config/default/kustomization.yaml").read_text())
+    assert {"../webhook", "../certmanager"} <= set(default["resources"])
+    assert {"path": "manager_webhook_patch.yaml", "target": {"kind": "Deployment"}} in default[
+        "patches"
+    ]
+    crd = yaml.safe_load((demo / "config/crd/kustomization.yaml").read_text())
+    assert crd["patches"] == [{"path": "patches/webhook_in_memcacheds.yaml"}]
+    assert (
+        "COPY --chown=1001:0 webhooks.yaml ${HOME}/webhooks.yaml"
+        in (demo / "Dockerfile").read_text()
+    )
+
+    # A second time for the same kind: refused, nothing written.
+    assert cli(_create("--defaulting")) == 1
+
+
+def test_the_bundle_carries_webhookdefinitions_not_the_objects_olm_provides(
+    demo: Path, cli: Callable[[Sequence[str]], int]
+) -> None:
+    assert cli(_create("--programmatic-validation", "--conversion")) == 0
+    inputs = packaging_project.load_project(demo)
+    files = render_bundle(inputs, BundleOptions(version="0.1.0", package="demo"))
+    csv = yaml.safe_load(files["bundle/manifests/demo.clusterserviceversion.yaml"])
+    definitions = csv["spec"]["webhookdefinitions"]
+    assert [(d["type"], d["generateName"], d["webhookPath"]) for d in definitions] == [
+        ("ConversionWebhook", "cmemcached.cache.example.com", "/convert"),
+        (
+            "ValidatingAdmissionWebhook",
+            "vmemcached.cache.example.com",
+            "/validate-cache-example-com-v1alpha1-memcached",
+        ),
+    ]
+    assert all(d["deploymentName"] == "demo-controller-manager" for d in definitions)
+    assert all(d["targetPort"] == 9443 and d["containerPort"] == 443 for d in definitions)
+    assert definitions[0]["conversionCRDs"] == ["memcacheds.cache.example.com"]
+    names = sorted(files)
+    assert not any("webhook-service" in name or "serving-cert" in name for name in names)
+    crd = yaml.safe_load(files["bundle/manifests/cache.example.com_memcacheds.yaml"])
+    assert "conversion" not in crd["spec"]
+
+
+def test_create_webhook_needs_the_kind_and_a_webhook(demo: Path) -> None:
+    from runner.scaffold.webhook import webhook_plan
+
+    paths = ("PROJECT", "config/default/kustomization.yaml", "config/crd/kustomization.yaml")
+    files = {p: (demo / p).read_text() for p in (*paths, "Dockerfile")}
+    common: dict[str, Any] = {"group": "cache", "version": "v1alpha1", "root": demo}
+    none = {"defaulting": False, "validation": False, "conversion": False}
+    with pytest.raises(ConfigError, match="at least one of"):
+        webhook_plan(files, kind="Memcached", **common, **none)
+    with pytest.raises(ConfigError, match="create api"):
+        webhook_plan(files, kind="Other", **common, **{**none, "defaulting": True})
