@@ -56,7 +56,7 @@ install-tool: venv ## put `ansible-operator` on PATH: a link in ~/.local/bin (TO
 	  *) echo "$(TOOL_BIN) is not on PATH; add it: export PATH=\"$(TOOL_BIN):\$$PATH\"" ;; esac
 
 .PHONY: binaries
-binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM
+binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM v0 and v1
 	$(OPERATOR) cluster up --build-only
 
 .PHONY: lint
@@ -104,8 +104,10 @@ test-packages: ## every Debian package `make test` needs, where missing
 # of a test are timed apart), so that a test or fixture that grows slow shows in CI's log.
 DURATIONS ?= --durations=25 --durations-min=1
 
+# `make test` installs the `bench` extra too (matplotlib, ansible-runner-http), so that
+# the chart drawing of bench/charts.py is tested: about a minute once per fresh venv.
 .PHONY: test
-test: lint binaries test-packages venv-core218 ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
+test: lint binaries test-packages venv-core218 bench-compare-deps ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
 	$(BIN)/pytest $(DURATIONS) $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
 	$(CORE218_PYTEST) $(CORE218_TESTS) $(DURATIONS) $(PYTEST_ARGS); rc218=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rc218
@@ -122,7 +124,9 @@ CORE218_TESTS ?= tests/unit/ansible tests/integration/test_ansible_backend.py \
 CORE218_PYTEST = ANSIBLE_OPERATOR_TEST_PYTHON=$(abspath $(CORE218_VENV))/bin/python \
 	$(CORE218_VENV)/bin/pytest
 
-$(CORE218_VENV)/.installed: pyproject.toml
+# After .venv's install: two editable installs at once would both write the project's
+# egg-info (make -j).
+$(CORE218_VENV)/.installed: pyproject.toml | $(VENV)/.installed
 	$(PYTHON) -m venv $(CORE218_VENV)
 	$(CORE218_VENV)/bin/pip install --quiet --upgrade pip
 	$(CORE218_VENV)/bin/pip install --quiet -e '.[test]' $(CORE218_PINS)
@@ -144,7 +148,7 @@ test-olm: venv ## only the OLM end-to-end test (a private cluster with OLM; buil
 	$(BIN)/pytest tests/e2e/test_olm.py $(PYTEST_ARGS)
 
 .PHONY: test-olm-images
-test-olm-images: venv ## only OLM from images (a private cluster with a registry, a real node and OLM)
+test-olm-images: venv ## only OLM v0 and v1 from images (a private cluster with a registry, a real node, both OLMs)
 	$(BIN)/pytest tests/e2e/test_olm_images.py $(PYTEST_ARGS)
 
 .PHONY: test-unit
@@ -179,7 +183,7 @@ clean: ## remove the virtualenv and local state (keeps the binary cache in ~/.ca
 	-$(OPERATOR) cluster down 2>/dev/null
 	rm -rf $(VENV) $(CORE218_VENV) .cluster .pytest_cache .mypy_cache .ruff_cache
 
-# bench/compare.py's options for its three runs in `make bench`: N CRs at once
+# bench/compare's options for its three runs in `make bench`: N CRs at once
 # (COMPARE_ARGS, e.g. '--counts 1,20'), one CR at a time (LATENCY_ARGS) and 5,000 CRs
 # existing at start-up (SCALE_ARGS; Go gets 40 minutes, about what it needs here).
 COMPARE_ARGS ?=
@@ -193,18 +197,21 @@ $(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
 .PHONY: bench
 bench: venv bench-compare-deps ## reconcile benchmark (N=50), then ours vs the Go ansible-operator (about 75 min)
 	$(BIN)/python bench/reconcile.py
-	$(BIN)/python bench/compare.py $(COMPARE_ARGS)
-	$(BIN)/python bench/compare.py --mode latency $(LATENCY_ARGS)
-	$(BIN)/python bench/compare.py --mode scale $(SCALE_ARGS)
+	$(BIN)/python -m bench.compare $(COMPARE_ARGS)
+	$(BIN)/python -m bench.compare --mode latency $(LATENCY_ARGS)
+	$(BIN)/python -m bench.compare --mode scale $(SCALE_ARGS)
 	$(BIN)/python bench/charts.py
+
+# e.g. CHARTS_ARGS='--results-dir DIR --output-dir DIR' (default: bench/results, in place)
+CHARTS_ARGS ?=
 
 .PHONY: bench-charts
 bench-charts: bench-compare-deps ## charts (SVG) of bench/results/compare-*.json, next to them
-	$(BIN)/python bench/charts.py
+	$(BIN)/python bench/charts.py $(CHARTS_ARGS)
 
 .PHONY: bench-compare
-bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench/compare.py, COMPARE_ARGS)
-	$(BIN)/python bench/compare.py $(COMPARE_ARGS)
+bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench/compare, COMPARE_ARGS)
+	$(BIN)/python -m bench.compare $(COMPARE_ARGS)
 
 .PHONY: bench-compare-deps
 bench-compare-deps: $(VENV)/.bench-installed

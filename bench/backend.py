@@ -29,9 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runner.ansible.backend import RunnerBackend  # noqa: E402
-from runner.ansible.fast import FastBackend  # noqa: E402
+from runner.ansible.fastbackend import FastBackend  # noqa: E402
 from runner.ansible.inputs import RunRequest  # noqa: E402
+from runner.ansible.runnerbackend import RunnerBackend  # noqa: E402
 from runner.collections_path import bundled_collections_path  # noqa: E402
 from runner.structs.gvk import GVK  # noqa: E402
 

@@ -1,6 +1,6 @@
-"""Charts of bench/compare.py's side-by-side results, for people who would rather look.
+"""Charts of bench/compare's side-by-side results, for people who would rather look.
 
-Reads the `compare-<mode>.json` files compare.py writes (bench/results/ by default) and
+Reads the `compare-<mode>.json` files bench/compare writes (bench/results/ by default) and
 draws, for whichever of them exist:
 
 - `latency.svg` (`--mode latency`): create -> Successful of single CRs per operator:
@@ -71,7 +71,7 @@ def throughput_series(report: Report, key: str) -> dict[str, list[tuple[int, flo
 
 
 def parse_progress(text: str | None) -> list[float | None]:
-    """compare.py's `root_rss_by_progress_mib` ("117 / 123 / - / 134 / 140") as numbers;
+    """bench/compare's `root_rss_by_progress_mib` ("117 / 123 / - / 134 / 140") as numbers;
     `-` (no sample then) is None."""
     if not text:
         return []
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reports = load_reports(args.results_dir)
     if not reports:
-        print(f"no compare-*.json in {args.results_dir}: run bench/compare.py first")
+        print(f"no compare-*.json in {args.results_dir}: run python -m bench.compare first")
         return 1
     for path in draw_all(reports, args.output_dir or args.results_dir):
         print(f"wrote {path}")

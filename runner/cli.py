@@ -89,8 +89,9 @@ def _cmd_version(_args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from runner.run import run
+    from runner.runflags import settings_from
 
-    return run(args)
+    return run(settings_from(args, os.environ))
 
 
 def _add_registry_arguments(parser: argparse.ArgumentParser, *, prefix: str) -> None:
@@ -187,7 +188,7 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from runner.settings import add_run_arguments
+    from runner.runflags import add_run_arguments
 
     parser = Parser(
         prog="ansible-operator",

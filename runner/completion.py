@@ -61,7 +61,7 @@ def command_tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) ->
             )
             if takes_value:
                 node.valued.append(option)
-            # Types that check a fixed set of names (settings.one_of) list them too.
+            # Types that check a fixed set of names (runflags.one_of) list them too.
             choices = action.choices or getattr(action.type, "choices", None)
             if choices is not None and takes_value:
                 node.choices[option] = tuple(str(choice) for choice in choices)

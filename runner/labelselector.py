@@ -19,28 +19,22 @@ Matching is a pure function with the semantics of `metav1.LabelSelectorAsSelecto
   the query form has them): the value is an integer above / below the bound;
 * an empty selector matches everything, and so does no selector at all (`None`).
 
-It also holds the two helpers every watches.yaml mapping is read with: `FieldError` (a
-problem located by its path inside an entry) and `normalize_keys` (field names matched
-case-insensitively, as Go's encoding/json did for the original).
+Problems in the structured form are `runner.fields.FieldError`s, located by their path.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
+
+from runner.fields import FieldError, FieldPath, describe, normalize_keys
 
 __all__ = [
     "OPERATORS",
-    "FieldError",
-    "FieldPath",
     "LabelSelector",
     "LabelSelectorRequirement",
-    "describe",
-    "normalize_keys",
     "parse_label_selector",
     "parse_label_selector_string",
     "selector_matches",
@@ -60,87 +54,6 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _NAME_MAX = 63
 _PREFIX_MAX = 253
-
-FieldPath = tuple[str | int, ...]
-_KINDS: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"),  # before int: bool is an int in Python
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (Mapping, "mapping"),
-    (list, "list"),
-)
-
-
-class FieldError(ValueError):
-    """A problem with one field, located by its path (`("selector", "matchLabels", "app")`)."""
-
-    def __init__(self, path: FieldPath, problem: str) -> None:
-        self.path = path
-        self.problem = problem
-        super().__init__(f"{self.key}: {problem}" if path else problem)
-
-    @property
-    def key(self) -> str:
-        """The path for people: `selector.matchExpressions[0].operator`."""
-        text = ""
-        for part in self.path:
-            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-        return text
-
-
-def describe(value: object) -> str:
-    """A value as a message shows it: its YAML type and a JSON rendering, kept short."""
-    if value is None:
-        return "null"
-    kind = type(value).__name__
-    for python_type, name in _KINDS:
-        if isinstance(value, python_type):
-            kind = name
-            break
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{kind} {text}"
-
-
-def normalize_keys(
-    raw: Mapping[Any, Any],
-    known: Sequence[str],
-    *,
-    path: FieldPath,
-    unknown: list[FieldError] | None = None,
-) -> dict[str, Any]:
-    """Map field names to their canonical spelling; reject unknown and repeated ones.
-
-    The Go operator decoded watches.yaml through encoding/json, which matches field names
-    case-insensitively (`Kind:` works like `kind:`); that is kept. Unknown names were
-    silently ignored there: given an `unknown` list, they are skipped and each is added
-    to it (for a warning); without one, the first is an error. Both name the known keys.
-    """
-    canonical = {name.casefold(): name for name in known}
-    fields: dict[str, Any] = {}
-    for key, value in raw.items():
-        name = canonical.get(key.casefold()) if isinstance(key, str) else None
-        if name is None:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            if unknown is None:
-                raise FieldError(
-                    (*path, str(key)), f"unknown key; {hint}known keys: {', '.join(known)}"
-                )
-            hint = hint.rstrip(" ") or f"known keys: {', '.join(known)}"
-            unknown.append(
-                FieldError(
-                    (*path, str(key)),
-                    f"unknown key, ignored (as the Go operator ignores it); {hint}",
-                )
-            )
-            continue
-        if name in fields:
-            raise FieldError((*path, str(key)), f"given twice (also as {name!r})")
-        fields[name] = value
-    return fields
 
 
 @dataclass(frozen=True)

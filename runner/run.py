@@ -1,22 +1,18 @@
-"""`ansible-operator run`: build settings from flags and environment, then serve.
+"""`ansible-operator run`: serve with the settings the CLI built (`runner.settings`).
 
-The only place that reads the process environment for the runtime; everything below
-gets explicit values.
+Besides those settings, the only place that reads the process environment for the
+runtime; everything below gets explicit values.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
 import os
-import re
 import signal
-import socket
 import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +20,17 @@ import yaml
 
 from runner import watches as watches_mod
 from runner.ansible import hooks, requirements
-from runner.ansible.backend import RunnerBackend
-from runner.ansible.fast import FastBackend
-from runner.ansible.fastwire import Discovery
+from runner.ansible.fastbackend import FastBackend
+from runner.ansible.fastbackend.wire import Discovery
 from runner.ansible.inputs import runner_dir
 from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
+from runner.ansible.runnerbackend import RunnerBackend
 from runner.collections_path import bundled_collections_path
-from runner.durations import parse_duration
 from runner.engine.controller import Controller
-from runner.engine.leader import LeaderElector, LeaderSettings
+from runner.engine.leader import LeaderElector
 from runner.engine.manager import Manager
 from runner.engine.reconciler import RunSettings
 from runner.engine.reload import Reloader
-from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.k8s.kubeconfig import locate as locate_kubeconfig
 from runner.observability import logging as logs
@@ -46,7 +40,6 @@ from runner.observability.serving import (
     HealthServer,
     KubeAuthorizer,
     MetricsServer,
-    parse_bind_address,
     tls_context,
 )
 from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS_ENV
@@ -55,72 +48,52 @@ from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
-from runner.sharding.membership import RingSettings, member_lease
+from runner.sharding.membership import member_lease
 from runner.sharding.metrics import ShardMetrics
-from runner.sharding.ring import check_ring_name, new_member, shard_label
+from runner.sharding.ring import shard_label
 from runner.sharding.sharder import Sharder
+from runner.settings import Settings
 from runner.structs import GVK, NamespacedName, bodies
 from runner.webhookserver import runtime as webhook_runtime
 
 log = logging.getLogger("ansible-operator")
 
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_COLLECTIONS_PATH = "/usr/share/ansible/collections:~/.ansible/collections"
 DISCOVERED_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"))
 """Looked up at start (besides the watched kinds) to fill the modules' discovery caches:
 the core group and apps, where most of what operator roles manage lives."""
 
 
-def _duration(flag: str, value: str) -> float:
-    try:
-        return parse_duration(value)
-    except ValueError as err:
-        raise ConfigError(f"{flag}: {err}") from None
-
-
-def watch_namespaces(environ: Mapping[str, str]) -> list[str] | None:
-    """WATCH_NAMESPACE: empty or unset = all namespaces, else a comma-separated list."""
-    raw = environ.get("WATCH_NAMESPACE", "")
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    return names or None
-
-
-def prepare_environment(args: argparse.Namespace, environ: MutableMapping[str, str]) -> None:
+def prepare_environment(settings: Settings, environ: MutableMapping[str, str]) -> None:
     """Set what ansible-runner's children inherit: roles and collections paths."""
-    if args.ansible_roles_path:
-        environ["ANSIBLE_ROLES_PATH"] = args.ansible_roles_path
-    collections = args.ansible_collections_path or environ.get(
+    if settings.ansible_roles_path:
+        environ["ANSIBLE_ROLES_PATH"] = settings.ansible_roles_path
+    collections = settings.ansible_collections_path or environ.get(
         "ANSIBLE_COLLECTIONS_PATH", DEFAULT_COLLECTIONS_PATH
     )
     # Users' entries come first; our operator_sdk.util is the fallback.
     environ["ANSIBLE_COLLECTIONS_PATH"] = f"{collections}:{bundled_collections_path()}"
 
 
-def run(args: argparse.Namespace) -> int:
-    logs.configure(level=args.zap_log_level, encoder=args.zap_encoder, devel=args.zap_devel)
+def run(settings: Settings) -> int:
+    # Every setting was checked when `settings` was built, before this first log line.
+    logs.configure(
+        level=settings.logging.level, encoder=settings.logging.encoder, devel=settings.logging.devel
+    )
     environ = os.environ
-    prepare_environment(args, environ)
-    reconcile_period = _duration("--reconcile-period", args.reconcile_period)
-    graceful = _duration("--graceful-shutdown-timeout", args.graceful_shutdown_timeout)
-    reconcile_timeout = _duration("--reconcile-timeout", args.reconcile_timeout)
-    if reconcile_timeout < 0:
-        raise ConfigError(f"--reconcile-timeout: must not be negative: {args.reconcile_timeout}")
-    # Every setting is checked before the first log line: a mistake is one line.
-    endpoints(args)
-    leader_settings(args, environ, watch_namespaces(environ))
-    sharding_settings(args, environ, watch_namespaces(environ))
+    prepare_environment(settings, environ)
 
     warned: set[str] = set()
 
     def load_watches() -> tuple[watches_mod.Watch, ...]:
         loaded = watches_mod.load(
-            args.watches_file,
+            settings.watches_file,
             environ=dict(environ),
             cwd=Path.cwd(),
-            default_reconcile_period=reconcile_period,
-            default_max_concurrent_reconciles=args.max_concurrent_reconciles,
-            default_ansible_verbosity=args.ansible_verbosity,
-            default_reconcile_timeout=reconcile_timeout,
+            default_reconcile_period=settings.reconcile_period,
+            default_max_concurrent_reconciles=settings.max_concurrent_reconciles,
+            default_ansible_verbosity=settings.ansible_verbosity,
+            default_reconcile_timeout=settings.reconcile_timeout,
         )
         # Once per process: a live reload re-reads the file but does not repeat them.
         for message in (message for watch in loaded for message in watch.warnings):
@@ -130,27 +103,17 @@ def run(args: argparse.Namespace) -> int:
         return loaded
 
     loaded = load_watches()
-    locate_kubeconfig(_kubeconfig(environ), environ)
+    locate_kubeconfig(settings.kubeconfig, environ)
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
         warning = watches_mod.spec_template_warning(watch)
         if warning is not None:
             log.warning("%s", warning)
-    for message in collection_warnings((Path.cwd() / args.watches_file).parent, environ):
+    for message in collection_warnings((Path.cwd() / settings.watches_file).parent, environ):
         log.warning("%s", message)
-    webhook_settings = webhook_runtime.settings_from(args)
-    webhooks = webhook_runtime.load(webhook_settings, environ)
-    return asyncio.run(
-        _serve(
-            args,
-            loaded,
-            webhooks=(webhooks, webhook_settings),
-            namespaces=watch_namespaces(environ),
-            graceful=graceful,
-            load_watches=load_watches,
-        )
-    )
+    webhooks = webhook_runtime.load(settings.webhooks, environ)
+    return asyncio.run(_serve(settings, loaded, webhooks=webhooks, load_watches=load_watches))
 
 
 def collection_warnings(project: Path, environ: Mapping[str, str]) -> list[str]:
@@ -172,25 +135,27 @@ def collection_warnings(project: Path, environ: Mapping[str, str]) -> list[str]:
     return requirements.check(wanted, installed, source=str(path))
 
 
-def _kubeconfig(environ: Mapping[str, str]) -> str | None:
-    return environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
-
-
 def _kubeconfig_vars(kubeconfig: str | None) -> dict[str, str]:
     """Webhook roles talk to the API server with the operator's own credentials."""
     path = str(Path(kubeconfig).resolve()) if kubeconfig else ""
     return {"K8S_AUTH_KUBECONFIG": path, "KUBECONFIG": path} if path else {}
 
 
-async def _own_run_directory(args: argparse.Namespace, environ: Mapping[str, str]) -> RunDirectory:
+async def _own_run_directory(settings: Settings, environ: Mapping[str, str]) -> RunDirectory:
     """This process's fresh, private run directory under the base (`rundir.py`); the
-    directories earlier processes of this operator left behind are removed first."""
+    directories earlier processes of this operator left behind are removed first, their
+    runs moved into it (`history` shows them)."""
     base = runner_dir(environ)
-    identity = str(Path(args.watches_file).resolve())
+    identity = str(Path(settings.watches_file).resolve())
     own = await asyncio.to_thread(claim, base, identity=identity)
-    removed = await asyncio.to_thread(remove_abandoned, base, identity=identity)
+    removed = await asyncio.to_thread(
+        remove_abandoned, base, identity=identity, keep_runs_in=own.path
+    )
     if removed:
-        log.info("removed %d run directories of earlier processes of this operator", len(removed))
+        log.info(
+            "removed %d run directories of earlier processes of this operator, keeping their runs",
+            len(removed),
+        )
     log.info("Ansible runs of this process are under %s", own.path)
     return own
 
@@ -215,150 +180,32 @@ def owner_of(obj: Mapping[str, Any]) -> Owner:
     )
 
 
-def leader_settings(
-    args: argparse.Namespace, environ: Mapping[str, str], namespaces: list[str] | None
-) -> LeaderSettings | None:
-    """The Lease to elect a leader with, or None without `--leader-elect`."""
-    if not (args.leader_elect or args.enable_leader_election):
-        return None
-    name = args.leader_election_id or environ.get("OPERATOR_NAME", "")
-    if not name:
-        # Replicas of one operator run in the same directory layout: derive the id from it.
-        slug = re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-") or "operator"
-        name = f"{slug}-ansible-operator-lock"
-    namespace = args.leader_election_namespace or environ.get("POD_NAMESPACE", "")
-    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
-        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
-    if not namespace and namespaces:
-        namespace = namespaces[0]
-    if not namespace:
-        raise ConfigError(
-            "--leader-elect: no namespace for the Lease; outside a pod pass "
-            "--leader-election-namespace (or set WATCH_NAMESPACE)"
-        )
-    settings = LeaderSettings(
-        name=name,
-        namespace=namespace,
-        lease_duration=_duration("--leader-elect-lease-duration", args.leader_elect_lease_duration),
-        renew_deadline=_duration("--leader-elect-renew-deadline", args.leader_elect_renew_deadline),
-        retry_period=_duration("--leader-elect-retry-period", args.leader_elect_retry_period),
-    )
-    check_leader_durations(settings)
-    return settings
-
-
-def sharding_settings(
-    args: argparse.Namespace, environ: Mapping[str, str], namespaces: list[str] | None
-) -> RingSettings | None:
-    """The ring this replica joins, or None without `--sharding`."""
-    if not args.sharding:
-        return None
-    ring = args.sharding_ring or environ.get("OPERATOR_NAME", "")
-    if not ring:
-        ring = re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-")[:50] or "operator"
-    problem = check_ring_name(ring)
-    if problem is not None:
-        raise ConfigError(f"--sharding-ring: {problem}")
-    namespace = args.sharding_namespace or environ.get("POD_NAMESPACE", "")
-    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
-        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
-    if not namespace and namespaces:
-        namespace = namespaces[0]
-    if not namespace:
-        raise ConfigError(
-            "--sharding: no namespace for the ring's Leases; outside a pod pass "
-            "--sharding-namespace (or set WATCH_NAMESPACE)"
-        )
-    lease = LeaderSettings(
-        name=ring,
-        namespace=namespace,
-        lease_duration=_duration("--sharding-lease-duration", args.sharding_lease_duration),
-        renew_deadline=_duration("--sharding-renew-deadline", args.sharding_renew_deadline),
-        retry_period=_duration("--sharding-retry-period", args.sharding_retry_period),
-    )
-    try:
-        check_leader_durations(lease)
-    except ConfigError as err:
-        raise ConfigError(str(err).replace("--leader-elect-", "--sharding-")) from None
-    return RingSettings(
-        ring=ring,
-        namespace=namespace,
-        member=new_member(environ.get("POD_NAME") or socket.gethostname()),
-        lease_duration=lease.lease_duration,
-        renew_deadline=lease.renew_deadline,
-        retry_period=lease.retry_period,
-    )
-
-
-def check_leader_durations(settings: LeaderSettings) -> None:
-    """client-go's rules for an elector (the Go operator fails on them at start):
-    lease > renew deadline > 1.2 x retry period > 0."""
-    lease, renew, retry = settings.lease_duration, settings.renew_deadline, settings.retry_period
-    problem = ""
-    if retry <= 0:
-        problem = "--leader-elect-retry-period must be above 0"
-    elif lease <= renew:
-        problem = "--leader-elect-lease-duration must be longer than --leader-elect-renew-deadline"
-    elif renew <= 1.2 * retry:
-        problem = (
-            "--leader-elect-renew-deadline must be longer than 1.2 x --leader-elect-retry-period"
-        )
-    if problem:
-        raise ConfigError(
-            f"{problem} (lease {lease:g}s, renew deadline {renew:g}s, retry period {retry:g}s)"
-        )
-
-
-@dataclass(frozen=True)
-class _Endpoints:
-    metrics: tuple[str, int] | None
-    health: tuple[str, int] | None
-    user_metrics: tuple[str, int] | None
-
-
-def endpoints(args: argparse.Namespace) -> _Endpoints:
-    if args.metrics_require_rbac and not args.metrics_secure:
-        raise ConfigError("--metrics-require-rbac needs --metrics-secure")
-    return _Endpoints(
-        metrics=parse_bind_address("--metrics-bind-address", args.metrics_bind_address),
-        health=parse_bind_address("--health-probe-bind-address", args.health_probe_bind_address),
-        user_metrics=parse_bind_address(
-            "--user-metrics-bind-address", args.user_metrics_bind_address
-        ),
-    )
-
-
 async def _serve(
-    args: argparse.Namespace,
+    settings: Settings,
     loaded: tuple[watches_mod.Watch, ...],
     *,
-    namespaces: list[str] | None,
-    graceful: float,
     load_watches: Callable[[], tuple[watches_mod.Watch, ...]],
-    webhooks: tuple[Sequence[Any], webhook_runtime.WebhookSettings],
+    webhooks: Sequence[Any],
 ) -> int:
     environ = os.environ
-    served = endpoints(args)
-    leadership = leader_settings(args, environ, namespaces)
-    ring = sharding_settings(args, environ, namespaces)
+    namespaces = settings.watch_namespaces
+    leadership = settings.leader
+    ring = settings.sharding
     if ring is not None:
-        if leadership is not None:
-            log.info("--sharding: every replica works on its share; no leader is elected")
-        leadership = None
         log.info("joining the sharding ring %s/%s as %s", ring.namespace, ring.ring, ring.member)
-    kubeconfig = _kubeconfig(environ)
+    kubeconfig = settings.kubeconfig
     async with contextlib.AsyncExitStack() as stack:
-        own_dir = await _own_run_directory(args, environ)
+        own_dir = await _own_run_directory(settings, environ)
         stack.callback(own_dir.release)
         client = await KubeClient.connect(kubeconfig=kubeconfig)
         stack.push_async_callback(client.close)
         metrics = OperatorMetrics()
         run_env = {key: value for key, value in KUBECTL_ENV.items() if key not in environ}
-        if served.user_metrics is not None:
+        if settings.user_metrics_address is not None:
             user_metrics = UserMetricsServer(
                 UserMetrics(metrics.registry),
-                host=served.user_metrics[0],
-                port=served.user_metrics[1],
+                host=settings.user_metrics_address[0],
+                port=settings.user_metrics_address[1],
             )
             try:
                 await user_metrics.start()
@@ -386,18 +233,18 @@ async def _serve(
             namespaces=namespaces,
             cache=cache,
             dependents=DependentWatches(cache, enqueue=enqueue),
-            inject_owner_ref=args.inject_owner_ref,
-            port=args.proxy_port,
+            inject_owner_ref=settings.inject_owner_ref,
+            port=settings.proxy_port,
             shard_label=own_shard,
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
-        backend_type, share_payloads = _backend_choice(args.ansible_backend)
+        backend_type, share_payloads = _backend_choice(settings.ansible_backend)
         backend = backend_type(
             base_dir=own_dir.path,
-            log_events=args.ansible_log_events,
-            debug_logs=environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("1", "true"),
-            max_artifacts_bytes=args.max_artifacts_bytes,
+            log_events=settings.ansible_log_events,
+            debug_logs=settings.debug_logs,
+            max_artifacts_bytes=settings.max_artifacts_bytes,
             share_payloads=share_payloads,
         )
         stack.push_async_callback(backend.close)
@@ -416,34 +263,36 @@ async def _serve(
             )
         await stack.enter_async_context(
             webhook_runtime.running(
-                *webhooks,
+                webhooks,
+                settings.webhooks,
                 client=client,
                 backend=webhook_runtime.BackendChoice(
-                    backend_type, share_payloads, args.ansible_log_events
+                    backend_type, share_payloads, settings.ansible_log_events
                 ),
                 registry=metrics.registry,
                 run_dir=own_dir.path,
+                namespaces=namespaces,
                 options=webhook_runtime.RunOptions(
                     envvars={**run_env, **_kubeconfig_vars(kubeconfig)},
-                    verbosity=args.ansible_verbosity,
-                    ansible_args=args.ansible_args,
+                    verbosity=settings.ansible_verbosity,
+                    ansible_args=settings.ansible_args,
                 ),
             )
         )
-        settings = RunSettings(
+        run_settings = RunSettings(
             kubeconfig=kubeconfig,
             run_kubeconfig=lambda obj: proxy.kubeconfig(owner_of(obj)),
-            ansible_args=args.ansible_args,
+            ansible_args=settings.ansible_args,
             environ=run_env,
         )
         manager = Manager(
             client=client,
             watches=loaded,
             backend=backend,
-            settings=settings,
+            settings=run_settings,
             namespaces=namespaces,
-            max_workers=args.max_workers,
-            graceful_shutdown_timeout=graceful,
+            max_workers=settings.max_workers,
+            graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
             metrics=metrics,
             events=EventRecorder(client),
             leader=(
@@ -464,11 +313,11 @@ async def _serve(
                 cache=cache,
             )
         share_informers(manager, cache, sharder)
-        if args.reload or environ.get("ANSIBLE_OPERATOR_RELOAD", "").lower() in ("1", "true"):
+        if settings.reload:
             reloader = Reloader(
                 manager,
                 client=client,
-                watches_file=Path(args.watches_file),
+                watches_file=Path(settings.watches_file),
                 load_watches=load_watches,
                 shared_paths=search_paths(environ),
                 on_watches=proxy.set_watches,
@@ -476,17 +325,17 @@ async def _serve(
             )
             reloader.start()
             stack.push_async_callback(reloader.stop)
-        if served.health is not None:
-            health = HealthServer(served.health, ready=lambda: _ready(manager, backend))
+        if settings.health_address is not None:
+            health = HealthServer(settings.health_address, ready=lambda: _ready(manager, backend))
             await health.start()
             stack.push_async_callback(health.stop)
-        if served.metrics is not None:
+        if settings.metrics_address is not None:
             metrics_server = MetricsServer(
                 metrics.registry,
-                served.metrics,
-                authorize=KubeAuthorizer(client) if args.metrics_require_rbac else None,
+                settings.metrics_address,
+                authorize=KubeAuthorizer(client) if settings.metrics_require_rbac else None,
             )
-            tls = tls_context(args.metrics_cert_path) if args.metrics_secure else None
+            tls = tls_context(settings.metrics_cert_path) if settings.metrics_secure else None
             await metrics_server.start(ssl_context=tls)
             stack.push_async_callback(metrics_server.stop)
 
@@ -537,7 +386,7 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
         await task
 
 
-def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
+def _backend_choice(requested: str) -> tuple[type[RunnerBackend | FastBackend], bool]:
     """The backend class for `--ansible-backend` and whether runs share module payloads,
     after the start-up check of the ansible-core hooks (one warning when some are left
     out: the run then goes the plain ansible-runner way for them)."""
@@ -549,7 +398,7 @@ def _backend_choice(requested: str) -> tuple[type[RunnerBackend], bool]:
     return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
-def _ready(manager: Manager, backend: RunnerBackend) -> tuple[bool, str]:
+def _ready(manager: Manager, backend: RunnerBackend | FastBackend) -> tuple[bool, str]:
     """/readyz: the manager's answer, and not while the fast backend warms up."""
     ready, reason = manager.ready()
     if ready and isinstance(backend, FastBackend) and backend.warming():

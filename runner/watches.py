@@ -47,14 +47,8 @@ import yaml
 from runner.durations import parse_duration
 from runner.envexpand import expand_env, expand_traced
 from runner.errors import ConfigError
-from runner.labelselector import (
-    FieldError,
-    FieldPath,
-    LabelSelector,
-    describe,
-    normalize_keys,
-    parse_label_selector,
-)
+from runner.fields import FieldError, FieldPath, describe, normalize_keys
+from runner.labelselector import LabelSelector, parse_label_selector
 from runner.structs import GVK
 from runner.yamlnodes import line_of, load_document, path_at
 

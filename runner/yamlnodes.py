@@ -6,8 +6,8 @@ first and constructed from them; `line_of` then finds a field path's line, and
 `path_at` the field a line belongs to (to tie an environment variable expanded on
 that line to the field it ended up in).
 
-Field paths are tuples of mapping keys and sequence indexes, as in
-`runner.labelselector.FieldPath`: `("selector", "matchExpressions", 0, "key")`.
+Field paths are `runner.fields.FieldPath`s, tuples of mapping keys and sequence indexes:
+`("selector", "matchExpressions", 0, "key")`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from typing import Any
 import yaml
 
 from runner.errors import ConfigError
+from runner.fields import FieldPath
 from runner.yamlerror import describe_yaml_error
 
-__all__ = ["FieldPath", "line_of", "load_document", "path_at"]
-
-FieldPath = tuple[str | int, ...]
+__all__ = ["line_of", "load_document", "path_at"]
 
 
 class _Loader(yaml.SafeLoader):

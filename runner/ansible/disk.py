@@ -2,14 +2,16 @@
 
 Per-CR rotation (`artifacts.rotate`, `maxRunnerArtifacts`) bounds the runs of one CR,
 not the disk: thousands of CRs times twenty runs with verbose output filled the disks of
-the Go operator. Three rules bound it here:
+the Go operator. Two rules bound it here:
 
 - a global cap (`--max-artifacts-bytes`): after each run the oldest run directories of
   all CRs are removed until the total fits, except each CR's `latest` run and runs in
   progress (`over_budget` decides, `ArtifactBudget` keeps the listing up to date);
-- a CR's whole data directory goes when the CR is gone (`remove_data_dir`);
-- at start-up, data directories of watched kinds whose CR no longer exists are removed
-  (`stale_data_dirs` decides, `clean_stale` lists and removes).
+- a CR's whole data directory goes when the CR is gone (`remove_data_dir`).
+
+Each operator process starts in a fresh private run directory and moves its stopped
+predecessors' data directories into it at start-up (`rundir.py`), so their runs count
+here like its own.
 
 Decisions are pure functions of listings; the IO is small and stays inside the base
 directory: nothing here follows a symbolic link or writes outside it, so a read-only
@@ -26,34 +28,25 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.ansible.artifacts import ARTIFACTS, LATEST, find_data_dirs, is_data_dir
-from runner.ansible.inputs import private_data_dir
-from runner.structs.gvk import GVK
+from runner.ansible.artifacts import ARTIFACTS, LATEST, find_data_dirs
 
 __all__ = [
     "UNFINISHED_GRACE_SECONDS",
     "ArtifactBudget",
     "ArtifactDir",
-    "CRKey",
-    "DataDir",
-    "clean_stale",
-    "data_dirs_of_kind",
     "dir_usage",
     "over_budget",
     "remove_data_dir",
     "scan",
     "scan_data_dir",
-    "stale_data_dirs",
 ]
 
-CRKey = tuple[GVK, str, str]
-"""(gvk, namespace, name) of a CR; namespace "" for cluster-scoped ones."""
 
 UNFINISHED_GRACE_SECONDS = 3600.0
 """A run directory without a `status` file younger than this may belong to a run of
@@ -61,7 +54,6 @@ another process sharing the base directory; older ones were interrupted (kill -9
 
 _STATUS = "status"
 _STARTED_MARKER = "command"
-_EXTRAVARS = "env/extravars"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,16 +69,6 @@ class ArtifactDir:
     """`artifacts/latest` points at it: the CR's last known run, never removed."""
     finished: bool = True
     """It has ansible-runner's `status` file."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class DataDir:
-    """One CR's data directory as start-up cleanup sees it."""
-
-    path: Path
-    key: CRKey
-    mtime: float
-    """Its last use: the newest of the directory's, `env/extravars`' and `artifacts/`'."""
 
 
 def over_budget(
@@ -121,31 +103,6 @@ def over_budget(
             continue
         chosen.append(entry.path)
         total -= entry.size
-    return chosen
-
-
-def stale_data_dirs(
-    found: Iterable[DataDir],
-    *,
-    keep: Collection[CRKey],
-    busy: Collection[Path] = (),
-    modified_before: float | None = None,
-) -> list[Path]:
-    """The data directories whose CR is not in `keep`.
-
-    `busy` data directories (a run in progress) are never chosen, nor those used at or
-    after `modified_before` (by a run of this process, for a CR created since `keep`
-    was taken).
-    """
-    keep_set = set(keep)
-    busy_set = set(busy)
-    chosen = []
-    for entry in found:
-        if entry.key in keep_set or entry.path in busy_set:
-            continue
-        if modified_before is not None and entry.mtime >= modified_before:
-            continue
-        chosen.append(entry.path)
     return chosen
 
 
@@ -298,48 +255,6 @@ def dir_usage(path: Path) -> int:
     return total
 
 
-def data_dirs_of_kind(base_dir: Path, gvk: GVK) -> Iterator[DataDir]:
-    """The data directories of one kind: `<kind dir>/<name>` or `<kind dir>/<ns>/<name>`."""
-    kind_dir = private_data_dir(base_dir, gvk, "", "")
-    if not _within(base_dir, kind_dir):
-        return
-    for first in _subdirs(kind_dir):
-        if is_data_dir(first):
-            yield _data_dir(first, (gvk, "", first.name))
-            continue
-        for second in _subdirs(first):
-            if is_data_dir(second):
-                yield _data_dir(second, (gvk, first.name, second.name))
-
-
-def clean_stale(
-    base_dir: Path,
-    *,
-    gvks: Collection[GVK],
-    keep: Collection[CRKey],
-    namespaces: Collection[str] | None = None,
-    busy: Collection[Path] = (),
-    modified_before: float | None = None,
-    layout_lock: AbstractContextManager[Any] | None = None,
-) -> list[Path]:
-    """Remove the data directories of `gvks` whose CR is not in `keep`; return them.
-
-    Only kinds in `gvks` are looked at (another operator may share the base directory).
-    With `namespaces` (the operator watches only those), directories of other namespaces
-    and of cluster-scoped CRs are left alone. `busy` and `modified_before` as in
-    `stale_data_dirs`; `layout_lock` as in `remove_data_dir`.
-    """
-    found: list[DataDir] = []
-    for gvk in gvks:
-        for entry in data_dirs_of_kind(base_dir, gvk):
-            _, namespace, _ = entry.key
-            if namespaces is not None and namespace not in namespaces:
-                continue
-            found.append(entry)
-    chosen = stale_data_dirs(found, keep=keep, busy=busy, modified_before=modified_before)
-    return [path for path in chosen if remove_data_dir(base_dir, path, layout_lock=layout_lock)]
-
-
 def remove_data_dir(
     base_dir: Path, data_dir: Path, *, layout_lock: AbstractContextManager[Any] | None = None
 ) -> bool:
@@ -399,25 +314,6 @@ def _scandir(path: Path) -> list[os.DirEntry[str]]:
             return list(entries)
     except OSError:
         return []
-
-
-def _subdirs(path: Path) -> list[Path]:
-    entries = [Path(e.path) for e in _scandir(path) if e.is_dir(follow_symlinks=False)]
-    return sorted(entries)
-
-
-def _data_dir(path: Path, key: CRKey) -> DataDir:
-    return DataDir(path=path, key=key, mtime=_last_used(path))
-
-
-def _last_used(path: Path) -> float:
-    newest = 0.0
-    for candidate in (path, path / _EXTRAVARS, path / ARTIFACTS):
-        try:
-            newest = max(newest, candidate.stat().st_mtime)
-        except OSError:
-            continue
-    return newest
 
 
 def _latest_target(artifacts: Path) -> str | None:

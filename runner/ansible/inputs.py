@@ -7,7 +7,7 @@ a configurable base): `env/extravars`, `env/envvars`, `env/cmdline`, `inventory/
 
 Everything here is pure: a `RunRequest` describes a run, and functions of it and of the
 operator's environment (passed in, never read from `os.environ`) say which files to write,
-what to copy, and what to hand to ansible-runner. The IO happens in `backend.py`.
+what to copy, and what to hand to ansible-runner. The IO happens in `runs.py`.
 
 Deliberate differences from the original, invisible to roles:
 - a role run keeps the operator's `ANSIBLE_ROLES_PATH` after the role's parent directory

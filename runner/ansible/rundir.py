@@ -17,6 +17,9 @@ operators on one machine removed each other's directories at start-up. Now:
 * at start-up it removes only directories of earlier processes of the same operator (the
   same watches file, recorded in `.operator`), owned by its user, whose lock nobody holds:
   the directory of an operator that still runs is never touched, whoever it belongs to.
+  Their CRs' data directories are moved into the new process's directory first, so that
+  `history` and `logs` still show the runs from before a restart (per-CR rotation and
+  the global artifacts cap then bound them like the new process's own runs).
 
 `check_base` and `claim` raise `ConfigError` naming the path and what is wrong with it.
 """
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from runner.ansible.artifacts import ARTIFACTS, LATEST, find_data_dirs
 from runner.errors import ConfigError
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "OWNER_FILE",
     "PROCESS_DIR_PREFIX",
     "RunDirectory",
+    "carry_runs",
     "check_base",
     "claim",
     "process_dirs",
@@ -125,10 +130,14 @@ def claim(base: Path, *, identity: str, uid: int | None = None) -> RunDirectory:
     return RunDirectory(path=path, _lock=fd)
 
 
-def remove_abandoned(base: Path, *, identity: str, uid: int | None = None) -> list[Path]:
+def remove_abandoned(
+    base: Path, *, identity: str, uid: int | None = None, keep_runs_in: Path | None = None
+) -> list[Path]:
     """Remove the directories in `base` of earlier processes of the operator `identity`
     that no longer run; returns them. Never a directory whose lock is held (its operator
-    runs), one of another operator, one owned by another user, or a symbolic link."""
+    runs), one of another operator, one owned by another user, or a symbolic link.
+    With `keep_runs_in` (the new process's own directory), their CRs' data directories
+    and runs are moved there first (`carry_runs`)."""
     uid = os.geteuid() if uid is None else uid
     removed = []
     for path in process_dirs(base):
@@ -142,10 +151,36 @@ def remove_abandoned(base: Path, *, identity: str, uid: int | None = None) -> li
             continue
         with _unlocked(path) as free:
             if free:
+                if keep_runs_in is not None:
+                    carry_runs(path, keep_runs_in)
                 shutil.rmtree(path, ignore_errors=True)
                 if not path.exists():
                     removed.append(path)
     return removed
+
+
+def carry_runs(source: Path, target: Path) -> int:
+    """Move the CR data directories under `source` (a stopped process's directory) to the
+    same places under `target`; returns how many runs moved. Where `target` already has
+    the data directory (carried from a newer predecessor), only the runs it lacks move.
+    Nothing is followed through a symbolic link; what cannot be moved stays behind."""
+    moved = 0
+    for data_dir in find_data_dirs(source):
+        destination = target / data_dir.relative_to(source)
+        runs = _run_dirs(data_dir)
+        if not destination.exists():
+            with contextlib.suppress(OSError):
+                destination.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                data_dir.rename(destination)
+                moved += len(runs)
+            continue
+        for run in runs:
+            if (destination / ARTIFACTS / run.name).exists():
+                continue
+            with contextlib.suppress(OSError):
+                run.rename(destination / ARTIFACTS / run.name)
+                moved += 1
+    return moved
 
 
 def process_dirs(base: Path) -> list[Path]:
@@ -179,6 +214,21 @@ def _make_private_dirs(path: Path) -> None:
             raise ConfigError(
                 f"run directory base {path}: cannot create {directory}: {err}"
             ) from err
+
+
+def _run_dirs(data_dir: Path) -> list[Path]:
+    try:
+        entries = list((data_dir / ARTIFACTS).iterdir())
+    except OSError:
+        return []
+    return [
+        entry
+        for entry in entries
+        if entry.name != LATEST
+        and not entry.name.startswith(".")
+        and entry.is_dir()
+        and not entry.is_symlink()
+    ]
 
 
 def _stat(path: Path) -> os.stat_result:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from runner.cluster import build, registry
-from runner.cluster.components import kubelet, olm_operators, tools
+from runner.cluster.components import kubelet, olm_operators, olm_v1_operators, tools
 from runner.cluster.components import registry as registry_component
 from runner.cluster.local import LocalCluster, default_state_dir
 from runner.errors import ClusterError
@@ -29,9 +29,9 @@ def dispatch(args: argparse.Namespace) -> int:
     cluster = LocalCluster(state_dir)
     if args.action == "up":
         if args.build_only:
-            # The kubelet, the registry, the OLM validators (operator-sdk, opm) and OLM's
-            # operators are built too: tests, `up --real-node`, `up --registry`,
-            # `make bundle-validate` and `olm install` use them, `up` does not.
+            # The kubelet, the registry, the OLM validators (operator-sdk, opm) and both
+            # OLMs' operators are built too: tests, `up --real-node`, `up --registry`,
+            # `make bundle-validate` and `olm install [--v1]` use them, `up` does not.
             built = cluster.build(progress=_progress)
             built |= build.ensure_built(
                 [kubelet(), registry_component()], root=cluster.cache, progress=_progress
@@ -39,6 +39,9 @@ def dispatch(args: argparse.Namespace) -> int:
             built |= build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
             built |= build.ensure_built(
                 olm_operators().values(), root=cluster.cache, progress=_progress
+            )
+            built |= build.ensure_built(
+                olm_v1_operators().values(), root=cluster.cache, progress=_progress
             )
             for name, path in built.items():
                 print(f"{name}: {path}")

@@ -55,6 +55,9 @@ class Component:
     ldflags: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     edits: tuple[SourceEdit, ...] = ()
+    # Files of ours the build reads besides the wrapper's go.mod/go.sum (a stand-in
+    # module the wrapper replaces a dependency with): their content keys the cache.
+    inputs: tuple[Path, ...] = ()
 
     @property
     def version(self) -> str:
@@ -192,7 +195,7 @@ def opm_edits(registry: GoModule, base: Path) -> tuple[SourceEdit, ...]:
 
 
 def go_ansible_operator(root: Path | None = None) -> Component:
-    """The Go ansible-operator (operator-sdk's), which bench/compare.py measures ours against.
+    """The Go ansible-operator (operator-sdk's), which bench/compare measures ours against.
 
     Not one of `tools()`: only the comparison benchmark needs it, so `cluster up
     --build-only` and `cluster tools` do not build it.
@@ -211,6 +214,7 @@ def go_ansible_operator(root: Path | None = None) -> Component:
 
 
 OLM_API_MODULE = "github.com/operator-framework/api"
+OLM_V1_MODULE = "github.com/operator-framework/operator-controller"
 
 
 def olm_operators(root: Path | None = None) -> dict[str, Component]:
@@ -276,4 +280,58 @@ def olm_utilities(root: Path | None = None) -> dict[str, Component]:
     return {
         name: Component(name, lifecycle, f"{lifecycle.source_module}/{path}", (), (), probe)
         for name, path in packages.items()
+    }
+
+
+def olm_v1_operators(root: Path | None = None) -> dict[str, Component]:
+    """OLM v1's `operator-controller` and `catalogd`, which `olm install --v1` runs.
+
+    Both come from one module (github.com/operator-framework/operator-controller), built
+    from the wrapper `hack/tools/olm-v1`, whose `boxcutter-stub/` stands in for a
+    dependency the module proxy does not serve (its files key the cache). Their CRDs are
+    copied from the module beside `operator-controller` at build time
+    (`build.olm_v1_crd_dir`). Two edits, each a no-op unless its variable is set, let
+    them run outside a pod: the service-account token file both read their own name from
+    (`$OLMV1_SERVICE_ACCOUNT_TOKEN_FILE`), and the host of catalogd's webhook server,
+    which has only a port flag (`$CATALOGD_WEBHOOK_HOST`).
+    """
+    base = root or tools_dir()
+    controller = GoModule(base / "olm-v1", OLM_V1_MODULE)
+    added = base / "olm-v1" / "added"
+    edits = (
+        SourceEdit(
+            OLM_V1_MODULE,
+            "internal/shared/util/sa/serviceaccount.go",
+            old='os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/token")',
+            new="os.ReadFile(serviceAccountTokenFile())",
+        ),
+        SourceEdit(
+            OLM_V1_MODULE,
+            "internal/shared/util/sa/zz_token_file.go",
+            source=added / "service_account_token.go",
+        ),
+        SourceEdit(
+            OLM_V1_MODULE,
+            "cmd/catalogd/main.go",
+            old="Port: cfg.webhookPort,",
+            new="Host: webhookHost(),\n\t\tPort: cfg.webhookPort,",
+        ),
+        SourceEdit(
+            OLM_V1_MODULE, "cmd/catalogd/zz_webhook_host.go", source=added / "webhook_host.go"
+        ),
+    )
+    stub = base / "olm-v1" / "boxcutter-stub"
+    inputs = tuple(sorted(p for p in stub.rglob("*") if p.is_file()))
+    ldflags = (f"-X {OLM_V1_MODULE}/internal/shared/version.version={controller.version}",)
+    return {
+        name: Component(
+            name,
+            controller,
+            f"{OLM_V1_MODULE}/cmd/{name}",
+            ldflags,
+            ("containers_image_openpgp",),
+            edits,
+            inputs,
+        )
+        for name in ("operator-controller", "catalogd")
     }

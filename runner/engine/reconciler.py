@@ -4,7 +4,8 @@ read CR -> skip deletions we do not own -> add our finalizer -> per-CR annotatio
 Running condition -> extra-vars -> Ansible run -> finalizer removal -> final conditions
 -> what to do next: an `Outcome` value (`outcome.py`) the controller applies to its work
 queue. A reconcile returns one whatever happens; the project's errors it meets on the way
-become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it.
+become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it. Its
+writes to the CR (status, finalizer), with their conflict retries, are `writes.py`'s.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ from runner.ansible.inputs import RunRequest
 from runner.durations import format_duration, parse_duration
 from runner.engine.gate import ReloadGate
 from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, outcome_of
+from runner.engine.writes import CRWriter
 from runner.errors import AnsibleOperatorError, AnsibleRunError, ReconcileError
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import Conflict, NotFound
+from runner.k8s.errors import NotFound
 from runner.observability.events import EventRecorder
 from runner.redact import redact_message
 from runner.status import conditions
 from runner.structs import NamespacedName, bodies
-from runner.structs.bodies import object_key
 from runner.vars import build_extra_vars
 from runner.watches import Watch, env_suffix
 
@@ -44,7 +45,6 @@ ARTIFACTS_ANNOTATION = ANNOTATION_PREFIX + "max-runner-artifacts"
 # A CR deleted while its normal run was going is looked at again this soon (as the
 # original does) so that its finalizer runs.
 DELETED_DURING_RUN_DELAY = 5.0
-_STATUS_WRITE_ATTEMPTS = 5
 
 Reader = Callable[[NamespacedName], Mapping[str, Any] | None]
 
@@ -138,7 +138,7 @@ class Reconciler:
         self.watch = watch
         # Live reload's: tells whether a run that could not start had its files edited.
         self._gate = gate or ReloadGate(f"{watch.gvk.kind}-reconciler")
-        self._client = client
+        self._writes = CRWriter(client, watch.gvk, manage_status=watch.manage_status)
         self._backend = backend
         self._settings = settings
         self._read = read
@@ -178,7 +178,7 @@ class Reconciler:
             return Done()
         if finalizer is not None and not deleting and finalizer.name not in finalizers:
             try:
-                obj = await self._set_finalizers(obj, [*finalizers, finalizer.name])
+                obj = await self._writes.set_finalizers(obj, [*finalizers, finalizer.name])
             except NotFound:
                 return Done()
 
@@ -186,7 +186,7 @@ class Reconciler:
             per_cr = per_cr_settings(self.watch, obj)
         except ValueError as err:
             reason = str(err)
-            await self._write_status(key, lambda st: self._failed(st, reason, None))
+            await self._writes.write_status(key, lambda st: self._failed(st, reason, None))
             self._log_end(key, started, "error", reason)
             return Retry(reason)
 
@@ -196,7 +196,7 @@ class Reconciler:
         before = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
         if self.watch.manage_status:
             try:
-                before, _ = await self._update_status(
+                before, _ = await self._writes.update_status(
                     key, lambda st: conditions.running(st, now=_now()), known=obj
                 )
             except ReconcileError as err:  # the run matters more than the Running condition
@@ -212,7 +212,7 @@ class Reconciler:
             result = await self._run(self._request(obj, per_cr, deleting=deleting))
         except _RunTimedOut:
             message = self._timed_out_message()
-            await self._write_status(key, lambda st: self._failed(st, message, None))
+            await self._writes.write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "timed out", message)
             return Retry(message)
@@ -220,7 +220,7 @@ class Reconciler:
             message = f"Unable to run reconciliation: {err}"
             if await self._interrupted(key, mark, before, message):
                 return Done()
-            await self._write_status(key, lambda st: self._failed(st, message, None))
+            await self._writes.write_status(key, lambda st: self._failed(st, message, None))
             await self._event(obj, "Warning", "ReconcileFailed", message)
             self._log_end(key, started, "error", message)
             return Retry(message)
@@ -334,14 +334,16 @@ class Reconciler:
             for task in result.failed_tasks:
                 log.error("task failed: %s: %s", task.task, task.msg)
             message = result.failure_message
-            await self._write_status(key, lambda st: self._failed(st, message, ansible_result))
+            await self._writes.write_status(
+                key, lambda st: self._failed(st, message, ansible_result)
+            )
             return Retry(message)
 
         if deleting and self.watch.finalizer is not None:
-            await self._remove_finalizer(key, self.watch.finalizer.name)
+            await self._writes.remove_finalizer(key, self.watch.finalizer.name)
             return Done()
 
-        current = await self._write_status(
+        current = await self._writes.write_status(
             key,
             lambda st: conditions.succeeded(st, result=ansible_result, now=_now()),
             known=self._read(key),
@@ -410,111 +412,6 @@ class Reconciler:
             kubeconfig=kubeconfig,
             max_artifacts=per_cr.max_artifacts,
         )
-
-    # -- API writes -----------------------------------------------------------------
-
-    async def _set_finalizers(self, obj: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
-        key = object_key(obj)
-        # The resourceVersion makes the merge patch fail on a concurrent change instead of
-        # silently dropping someone else's finalizer.
-        return await self._client.patch(
-            self.watch.gvk,
-            name=key.name,
-            namespace=key.namespace or None,
-            body={
-                "metadata": {
-                    "finalizers": names,
-                    "resourceVersion": bodies.resource_version(obj) or None,
-                }
-            },
-        )
-
-    async def _remove_finalizer(self, key: NamespacedName, name: str) -> None:
-        """Remove our finalizer, re-reading the CR on a conflict: a requeue would run the
-        finalizer's role again for a write that only lost a race."""
-        for attempt in range(1, _STATUS_WRITE_ATTEMPTS + 1):
-            try:
-                obj = await self._get(key)
-                finalizers = bodies.finalizers(obj)
-                if name not in finalizers:
-                    return
-                await self._set_finalizers(obj, [f for f in finalizers if f != name])
-                log.info("removed finalizer %s from %s %s", name, self.watch.gvk.kind, key)
-                return
-            except NotFound:
-                return
-            except Conflict as err:
-                if attempt == _STATUS_WRITE_ATTEMPTS:
-                    raise ReconcileError(
-                        f"could not remove finalizer {name} from {self.watch.gvk.kind} {key}: "
-                        f"it kept changing under {attempt} writes in a row"
-                    ) from err
-
-    async def _get(self, key: NamespacedName) -> dict[str, Any]:
-        return await self._client.get(
-            self.watch.gvk, name=key.name, namespace=key.namespace or None
-        )
-
-    async def _write_status(
-        self,
-        key: NamespacedName,
-        update: Callable[[Mapping[str, Any] | None], dict[str, Any]],
-        *,
-        known: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
-        """`_update_status`, returning the CR as written."""
-        _, written = await self._update_status(key, update, known=known)
-        return written
-
-    async def _update_status(
-        self,
-        key: NamespacedName,
-        update: Callable[[Mapping[str, Any] | None], dict[str, Any]],
-        *,
-        known: Mapping[str, Any] | None = None,
-    ) -> tuple[Mapping[str, Any] | None, dict[str, Any] | None]:
-        """Apply `update` to the latest status of the CR and PUT /status; retry conflicts.
-        Returns the status it replaced and the CR as written (None: none, or it is gone).
-
-        Starting from the latest CR keeps whatever the role wrote into the status itself.
-        `known` is a copy that is probably the latest (the informer's, or what the API
-        returned from our last write): it is tried first, and the resourceVersion in the
-        PUT makes the API server refuse it if it was not; then the CR is read from the
-        API. (A copy that would need no write is confirmed against the API first.)"""
-        if not self.watch.manage_status:
-            return None, None
-        conflict: Conflict | None = None
-        for _ in range(_STATUS_WRITE_ATTEMPTS):
-            from_api = known is None
-            if known is None:
-                try:
-                    obj = await self._get(key)
-                except NotFound:
-                    return None, None
-            else:
-                obj, known = dict(known), None
-            status = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
-            new_status = update(status)
-            if new_status == obj.get("status"):
-                if from_api:
-                    return status, obj
-                continue
-            try:
-                written = await self._client.replace_status(
-                    self.watch.gvk, obj={**obj, "status": new_status}
-                )
-            except NotFound:
-                return None, None
-            except Conflict as err:
-                conflict = err
-                continue
-            return status, written
-        # Returning would report success with the conditions unwritten (the CR would
-        # show its old state until the next period): the key is retried instead.
-        raise ReconcileError(
-            f"the status of {self.watch.gvk.kind} {key} kept changing under "
-            f"{_STATUS_WRITE_ATTEMPTS} writes in a row; the reconcile is retried"
-        ) from conflict
 
 
 def _was_failing(obj: Mapping[str, Any]) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from runner.errors import ConfigError
-from runner.labelselector import describe
+from runner.fields import describe
 from runner.yamlerror import describe_yaml_error
 
 __all__ = ["NO_CLUSTER", "Source", "check_file", "locate"]

@@ -29,6 +29,14 @@ def dispatch(args: argparse.Namespace) -> int:
 
     cluster = _cluster(args)
     action = args.action
+    if getattr(args, "v1", False):
+        return _dispatch_v1(cluster, args)
+    if action == "status":
+        return _status(cluster, args)
+    if action in ("cleanup", "bundle-upgrade", "approve", "kubeconfig") and not args.namespace:
+        raise ConfigError(f"olm {action}: --namespace is required (OLM v0)")
+    if action == "run-bundle" and not args.namespace:
+        raise ConfigError("olm run-bundle: --namespace is required")
     if action == "install":
         control.install(cluster, progress=_progress)
         return 0
@@ -37,10 +45,6 @@ def dispatch(args: argparse.Namespace) -> int:
             bundles.cleanup(cluster, run.namespace, run.package, progress=_progress)
         control.uninstall(cluster, progress=_progress)
         return 0
-    if action == "status":
-        lines, ok = bundles.status(cluster, namespace=args.namespace)
-        print("\n".join(lines))
-        return 0 if ok else 3
     if action in ("run-bundle", "bundle-upgrade", "approve"):
         if action == "run-bundle":
             outcome = bundles.run_bundle(
@@ -96,6 +100,68 @@ def dispatch(args: argparse.Namespace) -> int:
     raise ConfigError(f"unknown olm action {action!r}")
 
 
+def _status(cluster: LocalCluster, args: argparse.Namespace) -> int:
+    """OLM v0's status, and OLM v1's when it is installed (either, or both)."""
+    from runner.olm import bundles, control, v1control, v1run
+
+    lines: list[str] = []
+    ok = True
+    v0 = bool(control.load_ports(cluster)) or any(n in cluster.addons() for n in control.OPERATORS)
+    v1 = v1control.installed(cluster)
+    if v0 or not v1:
+        lines, ok = bundles.status(cluster, namespace=args.namespace)
+    if v1:
+        v1_lines, v1_ok = v1run.status(cluster)
+        lines += ([""] if lines else []) + v1_lines
+        ok = ok and v1_ok
+    print("\n".join(lines))
+    return 0 if ok else 3
+
+
+def _dispatch_v1(cluster: LocalCluster, args: argparse.Namespace) -> int:
+    from runner.olm import v1control, v1run
+
+    action = args.action
+    if action == "install":
+        v1control.install(cluster, progress=_progress)
+        return 0
+    if action == "uninstall":
+        for run in v1run.all_runs(cluster):
+            v1run.cleanup(cluster, run.package, progress=_progress)
+        v1control.uninstall(cluster, progress=_progress)
+        return 0
+    if action == "run-bundle":
+        if not args.namespace:
+            raise ConfigError(
+                "olm run-bundle --v1: --namespace (the install namespace) is required"
+            )
+        outcome = v1run.run_bundle(
+            cluster,
+            args.bundle,
+            namespace=args.namespace,
+            channel=args.channel,
+            timeout=args.timeout,
+            skip_validation=args.skip_validation,
+            progress=_progress,
+        )
+    elif action == "bundle-upgrade":
+        outcome = v1run.bundle_upgrade(
+            cluster,
+            args.bundle,
+            package=getattr(args, "package", None),
+            timeout=args.timeout,
+            skip_validation=args.skip_validation,
+            progress=_progress,
+        )
+    elif action == "cleanup":
+        v1run.cleanup(cluster, args.package, progress=_progress)
+        return 0
+    else:
+        raise ConfigError(f"olm {action} has no --v1 form")
+    print(f"{outcome.bundle} Installed ({outcome.seconds:.1f} s)")
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `olm install|uninstall|status|run-bundle|bundle-upgrade|approve|cleanup|
     kubeconfig` on the top-level parser."""
@@ -111,11 +177,19 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="the cluster's state directory (default: $ANSIBLE_OPERATOR_CLUSTER_DIR or ./.cluster)",
     )
     actions = olm.add_subparsers(dest="action", required=True, metavar="ACTION")
-    actions.add_parser(
+
+    def v1(parser: argparse.ArgumentParser, what: str) -> None:
+        parser.add_argument("--v1", action="store_true", help=f"OLM v1: {what}")
+
+    install = actions.add_parser(
         "install",
         help="build (first time) and start OLM's olm and catalog operators; apply its CRDs",
     )
-    actions.add_parser("uninstall", help="clean up every run-bundle, then remove OLM and its CRDs")
+    v1(install, "operator-controller and catalogd instead (docs/olm.md)")
+    uninstall = actions.add_parser(
+        "uninstall", help="clean up every run-bundle, then remove OLM and its CRDs"
+    )
+    v1(uninstall, "every ClusterExtension and ClusterCatalog, then OLM v1 itself")
     status = actions.add_parser(
         "status", help="OLM's processes; Subscription, InstallPlan and CSV of each bundle run"
     )
@@ -145,7 +219,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="the bundle directory (e.g. bundle/) or a bundle image in the cluster's "
         "registry (e.g. 127.0.0.1:5000/memcached-operator-bundle:v0.1.0)",
     )
-    run.add_argument("--namespace", "-n", required=True)
+    run.add_argument("--namespace", "-n")
+    v1(run, "a ClusterCatalog of the bundle image and a ClusterExtension installing it")
     run.add_argument(
         "--install-mode",
         help="AllNamespaces | OwnNamespace | SingleNamespace=NS | MultiNamespace=NS1,NS2 "
@@ -160,17 +235,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="add a newer bundle to the served catalog; OLM upgrades along `replaces`",
     )
     upgrade.add_argument("bundle", help="the newer bundle directory or bundle image")
-    upgrade.add_argument("--namespace", "-n", required=True)
+    upgrade.add_argument("--namespace", "-n")
+    upgrade.add_argument("--package", help="(--v1) default: the package of the bundle")
+    v1(upgrade, "move the ClusterCatalog to a catalog with the newer bundle")
     timeout(upgrade)
     skip(upgrade)
     approve = actions.add_parser(
         "approve", help="approve the pending InstallPlan of a Manual subscription; wait"
     )
-    approve.add_argument("--namespace", "-n", required=True)
+    approve.add_argument("--namespace", "-n")
     approve.add_argument("--package", help="default: the only run in the namespace")
     timeout(approve)
     cleanup = actions.add_parser("cleanup", help="remove what run-bundle created")
-    cleanup.add_argument("--namespace", "-n", required=True)
+    cleanup.add_argument("--namespace", "-n")
+    v1(cleanup, "delete the ClusterExtension and ClusterCatalog of a run-bundle --v1")
     cleanup.add_argument("--package", help="default: the only run in the namespace")
     cleanup.add_argument("--keep-crds", action="store_true", help="keep the owned CRDs")
     kubeconfig = actions.add_parser(
@@ -180,7 +258,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "installed CSV's Deployment and write a kubeconfig with it, to run the operator "
         "locally with exactly the permissions OLM granted.",
     )
-    kubeconfig.add_argument("--namespace", "-n", required=True)
+    kubeconfig.add_argument("--namespace", "-n")
     kubeconfig.add_argument("--package", help="default: the only run in the namespace")
     kubeconfig.add_argument("--service-account", help="default: the Deployment's")
     kubeconfig.add_argument("--output", "-o", help="default: <state>/olm/kubeconfigs/NS.kubeconfig")

@@ -146,11 +146,17 @@ def catalog_digest(catalog_dir: Path) -> str:
 
 
 def catalog_image(
-    cluster: LocalCluster, catalog_dir: Path, package: str, *, progress: Progress
+    cluster: LocalCluster,
+    catalog_dir: Path,
+    package: str,
+    *,
+    address: str | None = None,
+    progress: Progress,
 ) -> str:
     """Build the catalog image of `catalog_dir` on the opm image made here and push it to
-    the cluster's registry; its tag is a digest of the catalog."""
-    address = registry_address(cluster)
+    the registry at `address` (default: the cluster's, for OLM v0 installed with its
+    images); its tag is a digest of the catalog."""
+    address = address or registry_address(cluster)
     tool = container_tool()
     name = f"{address}/{package}-catalog:{catalog_digest(catalog_dir)}"
     dockerfile = catalog_dir.parent / "catalog.Dockerfile"

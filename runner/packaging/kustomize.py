@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError
+from runner.labelselector import parse_label_selector_string
 from runner.packaging import patches, yamlio
+from runner.structs import bodies
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _SUPPORTED = {
@@ -75,7 +77,7 @@ class Resource:
 
     @property
     def name(self) -> str:
-        return str(self.obj.get("metadata", {}).get("name", ""))
+        return str(bodies.metadata(self.obj).get("name", ""))
 
 
 def kustomization_file(directory: Path) -> Path | None:
@@ -186,7 +188,7 @@ def _patch(
     if isinstance(body, list):
         if not target:
             raise ConfigError(f"{source}: a JSON 6902 patch needs a `target`")
-        for resource in _select(resources, target):
+        for resource in _select(resources, target, source):
             resource.obj = patches.json6902(resource.obj, body)
         return
     if not isinstance(body, dict):
@@ -194,7 +196,7 @@ def _patch(
     if target is None:
         meta = body.get("metadata", {})
         target = {"kind": body.get("kind"), "name": meta.get("name")}
-    for resource in _select(resources, target):
+    for resource in _select(resources, target, source):
         resource.obj = patches.strategic_merge(resource.obj, body)
 
 
@@ -202,25 +204,25 @@ def _matches(pattern: Any, value: str) -> bool:
     return pattern in (None, "") or re.fullmatch(str(pattern), value) is not None
 
 
-def _select(resources: list[Resource], target: dict[str, Any]) -> list[Resource]:
+def _select(resources: list[Resource], target: dict[str, Any], source: Path) -> list[Resource]:
+    # The target's labelSelector has the API server's syntax, as in kustomize itself.
+    try:
+        selector = parse_label_selector_string(str(target.get("labelSelector") or ""))
+    except ValueError as err:
+        raise ConfigError(f"{source}: patch target: {err}") from None
     selected = []
     for resource in resources:
         api_version = str(resource.obj.get("apiVersion", ""))
         group, _, version = api_version.rpartition("/")
-        meta = resource.obj.get("metadata", {})
-        labels = meta.get("labels") or {}
-        wanted = dict(
-            pair.split("=", 1)
-            for pair in str(target.get("labelSelector") or "").split(",")
-            if "=" in pair
-        )
         if (
             _matches(target.get("kind"), resource.kind)
             and _matches(target.get("name"), resource.name)
             and _matches(target.get("group"), group)
             and _matches(target.get("version"), version)
-            and _matches(target.get("namespace"), str(meta.get("namespace", "")))
-            and all(labels.get(k.strip()) == v.strip() for k, v in wanted.items())
+            and _matches(
+                target.get("namespace"), str(bodies.metadata(resource.obj).get("namespace", ""))
+            )
+            and selector.matches(bodies.labels(resource.obj))
         ):
             selected.append(resource)
     return selected

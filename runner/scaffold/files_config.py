@@ -11,6 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from runner.scaffold.files_metrics import metrics_files, metrics_rbac_files, testing_files
+from runner.scaffold.manifest import (
+    RBAC_API,
+    labels,
+    selector,
+    service_account_subject,
+    system_object,
+)
 from runner.scaffold.yamltext import dump, dump_all
 
 __all__ = [
@@ -32,11 +39,6 @@ TERMINATION_GRACE_SECONDS = 45
 stop before the kubelet's SIGKILL."""
 ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 SCORECARD_IMAGE = "quay.io/operator-framework/scorecard-test:v1.42.0"
-_RBAC_API = "rbac.authorization.k8s.io"
-
-
-def _labels(project: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": project, "app.kubernetes.io/managed-by": "kustomize"}
 
 
 def config_files(*, project: str, domain: str) -> dict[str, str]:
@@ -112,8 +114,8 @@ def _manager_kustomization(project: str, domain: str) -> str:
 
 
 def _manager(project: str) -> str:
-    labels = {"control-plane": "controller-manager", **_labels(project)}
-    selector = {"control-plane": "controller-manager", "app.kubernetes.io/name": project}
+    manager_labels = labels(project, manager=True)
+    pod_selector = selector(project)
     probe = {"path": "/healthz", "port": HEALTH_PORT}
     container: dict[str, Any] = {
         "name": "manager",
@@ -161,19 +163,17 @@ def _manager(project: str) -> str:
     namespace = {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": "system", "labels": labels},
+        "metadata": {"name": "system", "labels": manager_labels},
     }
     deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "controller-manager", "namespace": "system", "labels": labels},
+        **system_object("apps/v1", "Deployment", "controller-manager", project, manager=True),
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": selector},
+            "selector": {"matchLabels": pod_selector},
             "template": {
                 "metadata": {
                     "annotations": {"kubectl.kubernetes.io/default-container": "manager"},
-                    "labels": selector,
+                    "labels": pod_selector,
                 },
                 "spec": {
                     "securityContext": {
@@ -215,16 +215,7 @@ def rbac_kustomization() -> str:
 
 
 def _service_account(project: str) -> str:
-    data = {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {
-            "name": "controller-manager",
-            "namespace": "system",
-            "labels": _labels(project),
-        },
-    }
-    return dump(data)
+    return dump(system_object("v1", "ServiceAccount", "controller-manager", project))
 
 
 def _rule(groups: list[str], resources: list[str], verbs: tuple[str, ...]) -> dict[str, Any]:
@@ -234,9 +225,9 @@ def _rule(groups: list[str], resources: list[str], verbs: tuple[str, ...]) -> di
 def manager_role(project: str) -> str:
     """The manager's ClusterRole before any API: what typical roles manage."""
     data = {
-        "apiVersion": f"{_RBAC_API}/v1",
+        "apiVersion": f"{RBAC_API}/v1",
         "kind": "ClusterRole",
-        "metadata": {"name": "manager-role", "labels": _labels(project)},
+        "metadata": {"name": "manager-role", "labels": labels(project)},
         "rules": [
             _rule([""], ["configmaps", "pods", "secrets", "services"], ALL_VERBS),
             _rule([""], ["events"], ("create", "patch")),
@@ -253,30 +244,22 @@ def manager_role(project: str) -> str:
 
 
 def _binding(project: str, kind: str, name: str, role_kind: str, role: str) -> str:
-    metadata: dict[str, Any] = {"name": name, "labels": _labels(project)}
+    metadata: dict[str, Any] = {"name": name, "labels": labels(project)}
     if kind == "RoleBinding":
         metadata["namespace"] = "system"
     data = {
-        "apiVersion": f"{_RBAC_API}/v1",
+        "apiVersion": f"{RBAC_API}/v1",
         "kind": kind,
         "metadata": metadata,
-        "roleRef": {"apiGroup": _RBAC_API, "kind": role_kind, "name": role},
-        "subjects": [
-            {"kind": "ServiceAccount", "name": "controller-manager", "namespace": "system"}
-        ],
+        "roleRef": {"apiGroup": RBAC_API, "kind": role_kind, "name": role},
+        "subjects": [service_account_subject()],
     }
     return dump(data)
 
 
 def _leader_election_role(project: str) -> str:
     data = {
-        "apiVersion": f"{_RBAC_API}/v1",
-        "kind": "Role",
-        "metadata": {
-            "name": "leader-election-role",
-            "namespace": "system",
-            "labels": _labels(project),
-        },
+        **system_object(f"{RBAC_API}/v1", "Role", "leader-election-role", project),
         "rules": [
             _rule(["coordination.k8s.io"], ["leases"], ALL_VERBS),
             _rule([""], ["events"], ("create", "patch")),

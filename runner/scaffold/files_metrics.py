@@ -12,23 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.scaffold.manifest import (
+    RBAC_API,
+    selector,
+    service_account_subject,
+    system_object,
+)
 from runner.scaffold.yamltext import dump
 
 __all__ = ["METRICS_PORT", "metrics_files", "metrics_rbac_files", "testing_files"]
 
 METRICS_PORT = 8443
-_RBAC_API = "rbac.authorization.k8s.io"
-_SERVICE_ACCOUNT = {"kind": "ServiceAccount", "name": "controller-manager", "namespace": "system"}
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-
-
-def _labels(project: str, *, manager: bool = False) -> dict[str, str]:
-    labels = {"app.kubernetes.io/name": project, "app.kubernetes.io/managed-by": "kustomize"}
-    return {"control-plane": "controller-manager", **labels} if manager else labels
-
-
-def _selector(project: str) -> dict[str, str]:
-    return {"control-plane": "controller-manager", "app.kubernetes.io/name": project}
 
 
 def metrics_files(project: str) -> dict[str, str]:
@@ -48,14 +43,10 @@ def metrics_files(project: str) -> dict[str, str]:
 def _metrics_service(project: str) -> str:
     port = {"name": "https", "port": METRICS_PORT, "protocol": "TCP", "targetPort": METRICS_PORT}
     data = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": "controller-manager-metrics-service",
-            "namespace": "system",
-            "labels": _labels(project, manager=True),
-        },
-        "spec": {"ports": [port], "selector": _selector(project)},
+        **system_object(
+            "v1", "Service", "controller-manager-metrics-service", project, manager=True
+        ),
+        "spec": {"ports": [port], "selector": selector(project)},
     }
     return dump(data, header="The operator's metrics endpoint (HTTPS) inside the cluster.")
 
@@ -87,14 +78,14 @@ def _monitor(project: str) -> str:
         "tlsConfig": {"insecureSkipVerify": True},
     }
     data = {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "metadata": {
-            "name": "controller-manager-metrics-monitor",
-            "namespace": "system",
-            "labels": _labels(project, manager=True),
-        },
-        "spec": {"endpoints": [endpoint], "selector": {"matchLabels": _selector(project)}},
+        **system_object(
+            "monitoring.coreos.com/v1",
+            "ServiceMonitor",
+            "controller-manager-metrics-monitor",
+            project,
+            manager=True,
+        ),
+        "spec": {"endpoints": [endpoint], "selector": {"matchLabels": selector(project)}},
     }
     return dump(
         data,
@@ -105,15 +96,9 @@ def _monitor(project: str) -> str:
 
 def _network_policy(project: str) -> str:
     data = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {
-            "name": "allow-metrics-traffic",
-            "namespace": "system",
-            "labels": _labels(project),
-        },
+        **system_object("networking.k8s.io/v1", "NetworkPolicy", "allow-metrics-traffic", project),
         "spec": {
-            "podSelector": {"matchLabels": _selector(project)},
+            "podSelector": {"matchLabels": selector(project)},
             "policyTypes": ["Ingress"],
             "ingress": [
                 {
@@ -147,7 +132,7 @@ def metrics_rbac_files() -> dict[str, str]:
     return {
         "config/rbac/metrics_auth_role.yaml": dump(
             {
-                "apiVersion": f"{_RBAC_API}/v1",
+                "apiVersion": f"{RBAC_API}/v1",
                 "kind": "ClusterRole",
                 "metadata": {"name": "metrics-auth-role"},
                 "rules": auth_rules,
@@ -157,20 +142,20 @@ def metrics_rbac_files() -> dict[str, str]:
         ),
         "config/rbac/metrics_auth_role_binding.yaml": dump(
             {
-                "apiVersion": f"{_RBAC_API}/v1",
+                "apiVersion": f"{RBAC_API}/v1",
                 "kind": "ClusterRoleBinding",
                 "metadata": {"name": "metrics-auth-rolebinding"},
                 "roleRef": {
-                    "apiGroup": _RBAC_API,
+                    "apiGroup": RBAC_API,
                     "kind": "ClusterRole",
                     "name": "metrics-auth-role",
                 },
-                "subjects": [_SERVICE_ACCOUNT],
+                "subjects": [service_account_subject()],
             }
         ),
         "config/rbac/metrics_reader_role.yaml": dump(
             {
-                "apiVersion": f"{_RBAC_API}/v1",
+                "apiVersion": f"{RBAC_API}/v1",
                 "kind": "ClusterRole",
                 "metadata": {"name": "metrics-reader"},
                 "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 __all__ = ["kind_test_file", "molecule_files"]
 
-_MOLECULE = """\
----
-# Runs on localhost against a real cluster, no containers: $KUBECONFIG when set,
-# otherwise the local one (`ansible-operator cluster up`).
+# The body both scenarios' molecule.yml share, around what `kind` adds to the
+# provisioner (its own cluster's location and the default scenario's playbooks).
+_SCENARIO_PROVISIONER = """\
 dependency:
   name: galaxy
   enabled: false
@@ -37,6 +36,9 @@ provisioner:
         ansible_connection: local
   env:
     ANSIBLE_ROLES_PATH: ${MOLECULE_PROJECT_DIRECTORY}/roles
+"""
+
+_SCENARIO_SEQUENCE = """\
 scenario:
   test_sequence:
     - syntax
@@ -47,41 +49,32 @@ scenario:
     - destroy
 """
 
-_KIND_MOLECULE = """\
+_MOLECULE = (
+    """\
+---
+# Runs on localhost against a real cluster, no containers: $KUBECONFIG when set,
+# otherwise the local one (`ansible-operator cluster up`).
+"""
+    + _SCENARIO_PROVISIONER
+    + _SCENARIO_SEQUENCE
+)
+
+_KIND_MOLECULE = (
+    """\
 ---
 # The default scenario's playbooks on a local cluster of this scenario's own (create
 # starts it in the ephemeral directory, destroy removes it), whatever $KUBECONFIG says.
-dependency:
-  name: galaxy
-  enabled: false
-driver:
-  name: default
-  options:
-    managed: false
-platforms:
-  - name: cluster
-provisioner:
-  name: ansible
-  inventory:
-    host_vars:
-      cluster:
-        ansible_connection: local
-  env:
-    ANSIBLE_ROLES_PATH: ${MOLECULE_PROJECT_DIRECTORY}/roles
+"""
+    + _SCENARIO_PROVISIONER
+    + """\
     ANSIBLE_OPERATOR_CLUSTER_DIR: ${MOLECULE_EPHEMERAL_DIRECTORY}/cluster
     KUBECONFIG: ${MOLECULE_EPHEMERAL_DIRECTORY}/cluster/kubeconfig
   playbooks:
     prepare: ../default/prepare.yml
     verify: ../default/verify.yml
-scenario:
-  test_sequence:
-    - syntax
-    - create
-    - prepare
-    - converge
-    - verify
-    - destroy
 """
+    + _SCENARIO_SEQUENCE
+)
 
 _KIND_CREATE = """\
 ---

@@ -152,8 +152,18 @@ _OPERATOR_CONVERGE = r"""---
         KUBECONFIG: "{{ operator_kubeconfig }}"
         WATCH_NAMESPACE: "{{ test_namespace }}"
         ANSIBLE_OPERATOR_RUNNER_DIR: "{{ ephemeral_dir }}/runner"
+        # Webhooks (webhooks.yaml) are registered with the cluster's admin credentials:
+        # the operator's own RBAC does not, and should not, cover that.
+        ANSIBLE_OPERATOR_WEBHOOK_KUBECONFIG: "{{ kubeconfig }}"
       when: running_operator.stdout | length == 0
       changed_when: true
+
+    - name: Wait until the operator has registered its webhooks (projects with webhooks.yaml)
+      ansible.builtin.wait_for:
+        path: "{{ operator_log }}"
+        search_regex: webhooks registered with the API server
+        timeout: "{{ wait_timeout | int }}"
+      when: (project_dir ~ '/webhooks.yaml') is file
 
     - name: Apply the sample CR (config/samples) and wait until it is reconciled
       block:

@@ -6,7 +6,9 @@ the webhooks. Written: a role per webhook (`roles/<kind>_defaulting`, `_validati
 Validating/MutatingWebhookConfiguration, rendered from every webhooks.yaml entry by
 `runner.webhooks.manifests`), `config/certmanager` (a self-signed Issuer and the serving
 Certificate whose CA cert-manager injects), and the kustomize wiring in `config/default`
-and, for conversion, `config/crd`. Pure like `generate.py`: a `Plan` from file texts.
+and, for conversion, `config/crd`; and a Molecule scenario, `molecule/<kind>-webhooks`,
+that asks the API server for what the roles do. Pure like `generate.py`: a `Plan` from
+file texts.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from runner.errors import ConfigError
 from runner.scaffold import yamltext
 from runner.scaffold.generate import Plan
+from runner.scaffold.molecule_runs import scenario_config
 from runner.scaffold.names import Resource
 from runner.scaffold.plural import plural
 from runner.scaffold.project import PROJECT_FILE, parse_project
@@ -268,6 +271,106 @@ def _entry_block(
     return yamltext.dump([entry], start=False)
 
 
+_MOLECULE_VARS = """\
+---
+# What this scenario tests: the webhooks of {kind}, through the operator that serves them
+# (`ansible-operator run` registers them at its loopback server), with the sample CR.
+sample_file: config/samples/{sample_file}
+role_name: {role}
+"""
+
+_MOLECULE_VERIFY_HEAD = """\
+---
+# What the {kind} webhooks do, asked through the API server: each check creates a new
+# {kind} (generateName), retried while the webhook registration reaches the API server.
+# Add the checks of what your webhook roles do.
+- name: Verify
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars_files:
+    - ../shared/vars.yml
+    - vars.yml
+  environment:
+    K8S_AUTH_KUBECONFIG: "{{{{ kubeconfig }}}}"
+  tasks:
+"""
+
+_MOLECULE_VERIFY_DEFAULTING = """\
+    - name: A new {kind} without a size gets size 1 (roles/{singular}_defaulting)
+      kubernetes.core.k8s:
+        state: present
+        namespace: "{{{{ test_namespace }}}}"
+        generate_name: "{{{{ sample_name }}}}-defaulted-"
+        definition:
+          apiVersion: "{{{{ sample.apiVersion }}}}"
+          kind: "{{{{ sample.kind }}}}"
+          spec:
+            message: defaulted by the webhook
+      register: defaulted
+      until: (defaulted.result.spec.size | default(none)) == 1
+      retries: 30
+      delay: 2
+"""
+
+_MOLECULE_VERIFY_VALIDATION = """\
+    - name: A {kind} with a negative size is refused (roles/{singular}_validation)
+      kubernetes.core.k8s:
+        state: present
+        namespace: "{{{{ test_namespace }}}}"
+        generate_name: "{{{{ sample_name }}}}-negative-"
+        definition:
+          apiVersion: "{{{{ sample.apiVersion }}}}"
+          kind: "{{{{ sample.kind }}}}"
+          spec:
+            size: -1
+      register: refused
+      failed_when: false
+      until: "'must not be negative' in (refused.msg | default('') | string)"
+      retries: 30
+      delay: 2
+
+    - name: The refusal carries the role's message
+      ansible.builtin.assert:
+        that:
+          - "'spec.size must not be negative, got -1' in (refused.msg | string)"
+        fail_msg: "expected the validation role's message, got: {{{{ refused.msg | default('') }}}}"
+"""
+
+_MOLECULE_VERIFY_NONE = """\
+    - name: The sample {kind} is reconciled with its webhooks served
+      kubernetes.core.k8s_info:
+        api_version: "{{{{ sample.apiVersion }}}}"
+        kind: "{{{{ sample.kind }}}}"
+        name: "{{{{ sample_name }}}}"
+        namespace: "{{{{ test_namespace }}}}"
+      register: cr
+      failed_when: cr.resources | length != 1
+"""
+
+
+def _molecule_files(resource: Resource, *, defaulting: bool, validation: bool) -> dict[str, str]:
+    values = {
+        "kind": resource.kind,
+        "singular": resource.singular,
+        "sample_file": resource.sample_file,
+        "role": resource.role_name,
+    }
+    verify = _MOLECULE_VERIFY_HEAD.format(**values)
+    checks = []
+    if defaulting:
+        checks.append(_MOLECULE_VERIFY_DEFAULTING.format(**values))
+    if validation:
+        checks.append(_MOLECULE_VERIFY_VALIDATION.format(**values))
+    verify += "\n".join(checks or [_MOLECULE_VERIFY_NONE.format(**values)])
+    directory = f"molecule/{resource.singular}-webhooks"
+    return {
+        f"{directory}/molecule.yml": scenario_config("operator"),
+        f"{directory}/vars.yml": _MOLECULE_VARS.format(**values),
+        f"{directory}/verify.yml": verify,
+    }
+
+
 def _kustomize_value(text: str, key: str) -> str:
     data = yamltext.load(text, source=DEFAULT_KUSTOMIZATION)
     value = data.get(key) if isinstance(data, dict) else None
@@ -377,6 +480,7 @@ def webhook_plan(
             create[f"roles/{resource.singular}_{suffix}/tasks/main.yml"] = template.format(
                 kind=resource.kind, cr_var=cr_var, what=what
             )
+    create.update(_molecule_files(resource, defaulting=defaulting, validation=validation))
     (update if WEBHOOKS_FILE in files else create)[WEBHOOKS_FILE] = webhooks_text
     (update if MANIFESTS in files else create)[MANIFESTS] = _manifests(every, resource, inject)
     if MANIFESTS not in files:

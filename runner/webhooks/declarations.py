@@ -35,7 +35,7 @@ import yaml
 from runner.durations import format_duration, parse_duration
 from runner.envexpand import expand_env
 from runner.errors import ConfigError
-from runner.labelselector import FieldError, FieldPath, describe, normalize_keys
+from runner.fields import FieldError, FieldPath, describe, normalize_keys
 from runner.structs import GVK
 from runner.watches import DEFAULT_COLLECTIONS_PATH, role_candidates
 from runner.yamlerror import describe_yaml_error

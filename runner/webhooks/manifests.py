@@ -36,11 +36,14 @@ def admission_configuration(
     plurals: Mapping[GVK, str],
     client_config: Mapping[str, Any],
     path_in_url: bool,
+    namespaces: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A Validating- or MutatingWebhookConfiguration for `webhooks` (all of one type).
 
     `client_config` is the part every webhook shares (`url` or `service`, `caBundle`); with
-    `path_in_url` each webhook's path is appended to the URL, else set as the service's."""
+    `path_in_url` each webhook's path is appended to the URL, else set as the service's.
+    With `namespaces`, only requests in those namespaces are sent (cluster-scoped ones
+    too: a namespaceSelector does not apply to them)."""
     items = []
     for webhook in webhooks:
         config = dict(client_config)
@@ -66,6 +69,16 @@ def admission_configuration(
                 }
             ],
         }
+        if namespaces:
+            item["namespaceSelector"] = {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "In",
+                        "values": list(namespaces),
+                    }
+                ]
+            }
         if webhook.type == "mutating":
             item["reinvocationPolicy"] = "Never"
         items.append(item)

@@ -152,12 +152,14 @@ class DevRegistration:
         url: str,
         ca_pem: bytes,
         name: str,
+        namespaces: Sequence[str] | None = None,
     ) -> None:
         self._client = client
         self._webhooks = tuple(webhooks)
         self._url = url
         self._ca = base64.b64encode(ca_pem).decode()
         self._name = name
+        self._namespaces = namespaces
         self._created: list[GVK] = []
         self._conversions: dict[str, Any] = {}  # CRD name -> its spec.conversion before
 
@@ -179,12 +181,14 @@ class DevRegistration:
                 plurals=plurals,
                 client_config=client_config,
                 path_in_url=True,
+                namespaces=self._namespaces,
             )
             await self._create_or_replace(gvk, body)
             self._created.append(gvk)
             log.info("registered %s %s -> %s", gvk.kind, self._name, self._url)
         for webhook in (w for w in self._webhooks if w.type == "conversion"):
             await self._point_conversion(webhook)
+        log.info("webhooks registered with the API server at %s", self._url)
 
     async def remove(self) -> None:
         for gvk in self._created:

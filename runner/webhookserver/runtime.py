@@ -18,8 +18,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from runner.ansible.backend import LogEvents, RunnerBackend
-from runner.ansible.fast import FastBackend
+from runner.ansible.backend import LogEvents
+from runner.ansible.fastbackend import FastBackend
+from runner.ansible.runnerbackend import RunnerBackend
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.webhooks import declarations
@@ -40,6 +41,7 @@ __all__ = [
 
 log = logging.getLogger("ansible-operator.webhooks")
 
+REGISTER_KUBECONFIG_ENV = "ANSIBLE_OPERATOR_WEBHOOK_KUBECONFIG"
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 """Where controller-runtime operators (and OLM, for webhookdefinitions) expect the pair."""
 
@@ -48,14 +50,19 @@ DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 class BackendChoice:
     """The reconciles' backend class and options; the webhooks get their own instance."""
 
-    type: type[RunnerBackend]
+    type: type[RunnerBackend | FastBackend]
     share_payloads: bool = True
     log_events: LogEvents = "tasks"
     debug_logs: bool = False
 
-    def make(self, base_dir: Path, workers: int, envvars: Mapping[str, str]) -> RunnerBackend:
+    def make(
+        self, base_dir: Path, workers: int, envvars: Mapping[str, str]
+    ) -> RunnerBackend | FastBackend:
         backend = self.type(
             base_dir=base_dir,
+            # A webhook role has no use for facts, and gathering them costs more than
+            # the whole of a small role's run.
+            env={"ANSIBLE_GATHERING": "explicit"},
             log_events=self.log_events,
             debug_logs=self.debug_logs,
             max_workers=workers,
@@ -74,6 +81,7 @@ class WebhookSettings:
     cert_dir: Path
     workers: int
     register: str  # auto, true or false
+    register_kubeconfig: str = ""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,9 +119,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="register the webhooks at the loopback server for the operator's life "
         "(auto: when the API server is on this machine)",
     )
+    group.add_argument(
+        "--webhook-register-kubeconfig",
+        default="",
+        metavar="PATH",
+        help="credentials for that registration, when the operator's own may not create "
+        f"webhook configurations (default: ${REGISTER_KUBECONFIG_ENV}, else the operator's)",
+    )
 
 
-def settings_from(args: argparse.Namespace) -> WebhookSettings:
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> WebhookSettings:
     address = str(args.webhook_bind_address)
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
@@ -127,6 +142,8 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         cert_dir=Path(args.webhook_cert_dir),
         workers=args.webhook_workers,
         register=str(args.webhook_register),
+        register_kubeconfig=args.webhook_register_kubeconfig
+        or environ.get(REGISTER_KUBECONFIG_ENV, ""),
     )
 
 
@@ -137,7 +154,7 @@ def load(settings: WebhookSettings, environ: Mapping[str, str]) -> tuple[Webhook
     return webhooks
 
 
-async def _warm(backend: RunnerBackend, *, limit: float = 120.0) -> None:
+async def _warm(backend: RunnerBackend | FastBackend, *, limit: float = 120.0) -> None:
     if not isinstance(backend, FastBackend):
         return
     deadline = asyncio.get_running_loop().time() + limit
@@ -155,8 +172,13 @@ async def running(
     registry: CollectorRegistry,
     run_dir: Path,
     options: RunOptions,
+    namespaces: Sequence[str] | None = None,
 ) -> AsyncIterator[WebhookServer | None]:
-    """Serve `webhooks` until the block ends (nothing at all when there are none)."""
+    """Serve `webhooks` until the block ends (nothing at all when there are none).
+
+    `namespaces` (WATCH_NAMESPACE): a registration for development only sends requests
+    in those namespaces, so an operator scoped to a namespace leaves the rest of a
+    shared cluster alone."""
     if not webhooks:
         yield None
         return
@@ -201,12 +223,17 @@ async def running(
             # Registered once runs are fast: the first requests must not time out on
             # the warm-up (in a cluster, the pod's readiness covers it).
             await _warm(own_backend)
+            registrar = client
+            if settings.register_kubeconfig:
+                registrar = await KubeClient.connect(kubeconfig=settings.register_kubeconfig)
+                stack.push_async_callback(registrar.close)
             registration = devsetup.DevRegistration(
-                client,
+                registrar,
                 webhooks,
                 url=f"https://127.0.0.1:{port}",
                 ca_pem=ca_pem,
                 name=devsetup.configuration_name(Path.cwd()),
+                namespaces=namespaces,
             )
             stack.push_async_callback(registration.remove)
             await registration.apply()

@@ -25,33 +25,21 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ConflictError
 from support.kube import create_cr, get_or_none, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.roles import PAUSE_WHEN_ASKED, output_configmap
 from support.tcpstall import forwarding, kubeconfig_through
 
 GROUP = "faults.test.example.com"
 
-ROLE = """
-- name: Take a while when asked
-  ansible.builtin.pause:
-    seconds: "{{ pause | int }}"
-  when: pause | default(0) | int > 0
-
+ROLE = (
+    PAUSE_WHEN_ASKED
+    + """
 - name: Fail when the spec is bad
   ansible.builtin.fail:
     msg: "bad spec for {{ ansible_operator_meta.name }}"
   when: bad | default(false) | bool
-
-- name: Output ConfigMap
-  kubernetes.core.k8s:
-    definition:
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        name: "{{ ansible_operator_meta.name }}-out"
-        namespace: "{{ ansible_operator_meta.namespace }}"
-      data:
-        ok: "yes"
-  when: not (skip_output | default(false) | bool)
 """
+    + output_configmap(when="not (skip_output | default(false) | bool)")
+)
 
 
 def watch(kind: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from dockerfile_parse import DockerfileParser
 from support import images as built
+from support.cluster_cli import cluster_cli
 from support.kube import apply, condition, wait_for
 from support.operator import REPO
 
@@ -221,16 +222,6 @@ def test_sample_image_reconciles_and_stops_on_sigterm(
     assert stopped_in < grace
 
 
-def _cluster(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "runner.cli", "cluster", "--state-dir", str(state_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 @pytest.fixture
 def registry_cluster(tmp_path: Path) -> Iterator[Path]:
     """A private cluster (the shared one's add-ons are not ours to start or stop)."""
@@ -242,12 +233,12 @@ def registry_cluster(tmp_path: Path) -> Iterator[Path]:
 def test_push_and_pull_through_the_loopback_registry(
     registry_cluster: Path, runtime: str, tmp_path: Path
 ) -> None:
-    up = _cluster("up", "--registry", state_dir=registry_cluster)
+    up = cluster_cli(registry_cluster, "up", "--registry")
     assert up.returncode == 0, up.stderr
     cluster = LocalCluster(registry_cluster)
     serving = registry.info(cluster)
     assert serving is not None and serving.host == "127.0.0.1" and not serving.tls
-    status = _cluster("status", state_dir=registry_cluster)
+    status = cluster_cli(registry_cluster, "status")
     assert f"registry {serving.url}" in status.stdout
 
     # the real-node runtime and OLM pull by name from here
@@ -317,10 +308,10 @@ def test_push_and_pull_through_the_loopback_registry(
 
     # started alone on an up cluster: the same registry (idempotent), then stopped, then
     # down removes the process and its storage
-    again = _cluster("registry", state_dir=registry_cluster)
+    again = cluster_cli(registry_cluster, "registry")
     assert again.returncode == 0 and again.stdout.strip() == serving.address
     # restarted with TLS from the cluster's CA: verified HTTPS, the same storage
-    secure = _cluster("registry", "--tls", state_dir=registry_cluster)
+    secure = cluster_cli(registry_cluster, "registry", "--tls")
     assert secure.returncode == 0, secure.stderr
     tls = registry.info(cluster)
     assert tls is not None and tls.tls and tls.ca_file
@@ -333,7 +324,7 @@ def test_push_and_pull_through_the_loopback_registry(
     addon = cluster.addons()[registry.ADDON]
     storage = registry_cluster / "registry" / "storage"
     assert any(storage.rglob("*"))
-    down = _cluster("down", state_dir=registry_cluster)
+    down = cluster_cli(registry_cluster, "down")
     assert down.returncode == 0, down.stderr
     assert not process.is_running(addon.pid, addon.binary)
     assert not registry_cluster.exists()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ from support.operator import REPO
 from runner.cli import main
 from runner.cluster import images, nodeconfig, registry
 from runner.cluster.local import LocalCluster
+from runner.olm import v1model, v1run
+from runner.olm.api import OLMError
 
 pytestmark = pytest.mark.timeout(3600)
 
@@ -77,14 +79,22 @@ def _publish(local: str, remote: str) -> None:
     images.push(built.TOOL, remote, cache=built.cache())
 
 
-def _bundle_image(root: Path, registry_address: str, version: str, *extra: str) -> str:
+def _bundle_image(
+    root: Path,
+    registry_address: str,
+    version: str,
+    *extra: str,
+    edit: Callable[[Path], None] | None = None,
+) -> str:
     """Generate the sample's bundle for `version` (deploying the operator image of that
-    version from the registry), build its image and push it."""
+    version from the registry), `edit` it, build its image and push it."""
     operator_image = f"{registry_address}/{PACKAGE}:v{version}"
     output = root / f"v{version}"
     argv = ["bundle", "generate", "--version", version, "--image", operator_image]
     argv += ["--project-dir", str(REPO), "--output-dir", str(output / "bundle"), *extra]
     assert main(argv) == 0
+    if edit is not None:
+        edit(output / "bundle")
     image = f"{registry_address}/{PACKAGE}-bundle:v{version}"
     images.build(
         built.TOOL,
@@ -244,3 +254,158 @@ def _namespace_exists(core: client.CoreV1Api, name: str) -> bool:
             return False
         raise
     return True
+
+
+# -- OLM v1 ------------------------------------------------------------------------------
+# The same operator, bundle images and catalog format through OLM v1 (operator-controller
+# and catalogd), on the same cluster, after the OLM v0 test above has cleaned up.
+
+V1_NAMESPACE = "memcached-olmv1"
+V1_CR_NAMESPACE = "memcached-olmv1-cr"
+V1_GROUP = "olm.operatorframework.io"
+
+
+def _cluster_scoped_crd(bundle: Path) -> None:
+    """An incompatible CRD change: the Memcached kind moves from Namespaced to Cluster."""
+    path = bundle / "manifests" / "cache.example.com_memcacheds.yaml"
+    path.write_text(path.read_text().replace("scope: Namespaced", "scope: Cluster"))
+
+
+def _v1_object(custom: client.CustomObjectsApi, plural: str, name: str) -> Any:
+    try:
+        return custom.get_cluster_custom_object(V1_GROUP, "v1", plural, name)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def test_the_same_bundles_install_and_upgrade_through_olm_v1(
+    cluster: LocalCluster,
+    core: client.CoreV1Api,
+    bundle_images: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    found = registry.info(cluster)
+    assert found is not None
+    custom = client.CustomObjectsApi(core.api_client)
+    dyn = DynamicClient(core.api_client)
+    _publish(f"{found.address}/{PACKAGE}:v0.2.0", f"{found.address}/{PACKAGE}:v0.3.0")
+    incompatible = _bundle_image(
+        tmp_path, found.address, "0.3.0", "--replaces", V2, edit=_cluster_scoped_crd
+    )
+    started = time.monotonic()
+    assert olm(cluster, "install", "--v1") == 0
+    TIMINGS["olm install --v1 (binaries cached)"] = time.monotonic() - started
+    try:
+        started = time.monotonic()
+        argv = ["run-bundle", "--v1", bundle_images["0.1.0"], "--namespace", V1_NAMESPACE]
+        assert olm(cluster, *argv) == 0
+        TIMINGS["v1: run-bundle to ClusterExtension Installed"] = time.monotonic() - started
+
+        catalog = _v1_object(custom, "clustercatalogs", f"{PACKAGE}-catalog")
+        assert catalog["spec"]["source"]["image"]["ref"].startswith(
+            f"{found.address}/{PACKAGE}-catalog:"
+        )
+        # catalogd's webhook (registered at a loopback URL) labelled it.
+        labels = catalog["metadata"]["labels"]
+        assert labels["olm.operatorframework.io/metadata.name"] == f"{PACKAGE}-catalog"
+        assert v1model.is_true(catalog, "Serving")
+        extension = _v1_object(custom, "clusterextensions", PACKAGE)
+        assert v1model.is_true(extension, "Installed")
+        assert extension["status"]["install"]["bundle"]["version"] == "0.1.0"
+
+        v1_image = f"{found.address}/{PACKAGE}:v0.1.0"
+        pod = wait_for(
+            lambda: _running_operator_in(core, V1_NAMESPACE, v1_image),
+            timeout=180,
+            message="operator pod (OLM v1)",
+        )
+        assert pod.spec.node_name.startswith("real-node-")
+        TIMINGS["v1: run-bundle to operator pod Running"] = time.monotonic() - started
+
+        core.create_namespace({"metadata": {"name": V1_CR_NAMESPACE}})
+        apply(dyn, SAMPLE, namespace=V1_CR_NAMESPACE)
+        memcacheds = dyn.resources.get(api_version="cache.example.com/v1alpha1", kind="Memcached")
+
+        def successful() -> bool:
+            got = condition(
+                memcacheds.get(name="memcached-sample", namespace=V1_CR_NAMESPACE), "Successful"
+            )
+            return bool(got and got.get("status") == "True")
+
+        wait_for(successful, timeout=180, message="the sample CR Successful (OLM v1)")
+        created = datetime.fromisoformat(extension["metadata"]["creationTimestamp"])
+        TIMINGS["v1: ClusterExtension created to CR Successful"] = (
+            datetime.now().astimezone() - created
+        ).total_seconds()
+
+        v2_image = f"{found.address}/{PACKAGE}:v0.2.0"
+        started = time.monotonic()
+        argv = ["bundle-upgrade", "--v1", bundle_images["0.2.0"]]
+        assert olm(cluster, *argv) == 0
+        TIMINGS["v1: bundle-upgrade to v0.2.0 Installed"] = time.monotonic() - started
+        new = wait_for(
+            lambda: _running_operator_in(core, V1_NAMESPACE, v2_image),
+            timeout=180,
+            message="the v0.2.0 pod (OLM v1)",
+        )
+        assert new.metadata.name != pod.metadata.name
+
+        # The CRD upgrade-safety preflight refuses v0.3.0 (Memcached made cluster-scoped),
+        # and the refusal carries operator-controller's message; v0.2.0 stays.
+        started = time.monotonic()
+        with pytest.raises(OLMError) as refused:
+            v1run.bundle_upgrade(cluster, incompatible, timeout=240, progress=print)
+        TIMINGS["v1: bundle-upgrade to the CRD change refused"] = time.monotonic() - started
+        message = str(refused.value)
+        print(f"OLM v1 refused v0.3.0: {message}")
+        assert "memcacheds.cache.example.com" in message
+        assert "scope" in message.lower()
+        extension = _v1_object(custom, "clusterextensions", PACKAGE)
+        assert extension["status"]["install"]["bundle"]["version"] == "0.2.0"
+        assert main(["olm", "--state-dir", str(cluster.state_dir), "status"]) == 3
+    finally:
+        if _namespace_exists(core, V1_CR_NAMESPACE):
+            custom.delete_collection_namespaced_custom_object(
+                "cache.example.com", "v1alpha1", V1_CR_NAMESPACE, "memcacheds"
+            )
+            wait_for(
+                lambda: (
+                    not custom.list_namespaced_custom_object(
+                        "cache.example.com", "v1alpha1", V1_CR_NAMESPACE, "memcacheds"
+                    )["items"]
+                ),
+                timeout=120,
+                message="the CR's finalizer ran (OLM v1)",
+            )
+            core.delete_namespace(V1_CR_NAMESPACE)
+        if v1run.all_runs(cluster):
+            assert olm(cluster, "cleanup", "--v1") == 0
+        assert olm(cluster, "uninstall", "--v1") == 0
+
+    # cleanup and uninstall leave nothing: the namespace (with its pods), the CRD, the
+    # bundle's cluster roles, both OLM v1 kinds, catalogd's webhook, olmv1-system.
+    wait_for(lambda: not _namespace_exists(core, V1_NAMESPACE), timeout=180, message="ns gone")
+    wait_for(
+        lambda: not _namespace_exists(core, "olmv1-system"), timeout=180, message="olmv1-system"
+    )
+    extensions = client.ApiextensionsV1Api(core.api_client)
+    crds = [c.metadata.name for c in extensions.list_custom_resource_definition().items]
+    assert "memcacheds.cache.example.com" not in crds
+    assert not [c for c in crds if c.endswith(V1_GROUP)]
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    left = [r.metadata.name for r in rbac.list_cluster_role().items]
+    assert not [name for name in left if name.startswith(f"{PACKAGE}-memcached")]
+    admission = client.AdmissionregistrationV1Api(core.api_client)
+    hooks = [h.metadata.name for h in admission.list_mutating_webhook_configuration().items]
+    assert "catalogd-mutating-webhook-configuration" not in hooks
+    assert not [n for n in ("catalogd", "operator-controller") if n in cluster.addons()]
+
+
+def _running_operator_in(core: client.CoreV1Api, namespace: str, image: str) -> Any:
+    pods = core.list_namespaced_pod(namespace, label_selector="control-plane=controller-manager")
+    live = [p for p in pods.items if p.metadata.deletion_timestamp is None]
+    if len(live) != 1 or live[0].spec.containers[0].image != image:
+        return None
+    return live[0] if live[0].status.phase == "Running" else None

@@ -9,12 +9,11 @@ cgroups, bridge, chains, run directory) may remain.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from kubernetes import client, config
+from support.cluster_cli import cluster_cli
 from support.kube import wait_for
 from support.realnode import (
     TOOLS_IMAGE,
@@ -31,16 +30,6 @@ from runner.cluster.realnode import RealNode
 from runner.errors import ClusterError
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def cli(state_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "runner.cli", "cluster", "--state-dir", str(state_dir), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
 
 
 def assert_machine_as_before(before: MachineSnapshot, node: RealNode) -> None:
@@ -105,11 +94,11 @@ def test_real_node_leaves_nothing_after_a_failed_start_nor_after_down(tmp_path: 
         assert not node.layout.state_file.exists()
 
         _restart_apiserver_without_address_types(cluster)
-        up = cli(state_dir, "up", "--real-node")
+        up = cluster_cli(state_dir, "up", "--real-node")
         assert up.returncode == 0, up.stderr
         assert "restarting kube-apiserver with --kubelet-preferred-address-types" in up.stderr
         assert f"real node {node.name} Ready" in up.stderr
-        status = cli(state_dir, "status")
+        status = cluster_cli(state_dir, "status")
         assert f"real node {node.name}" in status.stdout
 
         archive = tmp_path / "tools.tar"
@@ -121,7 +110,7 @@ def test_real_node_leaves_nothing_after_a_failed_start_nor_after_down(tmp_path: 
         assert any(item.startswith("mount ") for item in during)
         assert f"bridge {node.layout.bridge}" in during
     finally:
-        down = cli(state_dir, "down")
+        down = cluster_cli(state_dir, "down")
 
     assert down.returncode == 0, down.stderr
     assert "stopped kubelet" in down.stderr

@@ -21,14 +21,17 @@ import pytest
 
 from runner.ansible import hooks
 from runner.ansible.artifacts import list_runs, read_events
-from runner.ansible.backend import LogEvents, RunnerBackend
+from runner.ansible.backend import LogEvents
 from runner.ansible.events import NO_STATS_ERROR, FailedTask
-from runner.ansible.fast import FastBackend
+from runner.ansible.fastbackend import FastBackend
 from runner.ansible.hooks import payloads
 from runner.ansible.hooks.modexec import FORK_NOTE
 from runner.ansible.inputs import RunRequest
+from runner.ansible.runnerbackend import RunnerBackend
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK
+
+Backend = RunnerBackend | FastBackend
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
 FAST = {"ANSIBLE_GATHERING": "explicit"}  # no fact gathering: these roles need no facts
@@ -151,15 +154,13 @@ def out_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(params=["runner", "fast"])
-def backend_type(request: pytest.FixtureRequest) -> type[RunnerBackend]:
+def backend_type(request: pytest.FixtureRequest) -> type[Backend]:
     """Each test runs against both backends: they must behave the same."""
     return FastBackend if request.param == "fast" else RunnerBackend
 
 
 @pytest.fixture
-async def backend(
-    tmp_path: Path, backend_type: type[RunnerBackend]
-) -> AsyncIterator[RunnerBackend]:
+async def backend(tmp_path: Path, backend_type: type[Backend]) -> AsyncIterator[Backend]:
     runner_backend = backend_type(tmp_path / "runner", env=FAST)
     yield runner_backend
     await runner_backend.close()
@@ -174,9 +175,7 @@ def request(name: str, *, out_dir: Path, **fields: Any) -> RunRequest:
     return RunRequest(gvk=GVK_, namespace="ns", name=name, extravars=extravars, **fields)
 
 
-async def test_role_success_sees_extravars(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
-) -> None:
+async def test_role_success_sees_extravars(tmp_path: Path, out_dir: Path, backend: Backend) -> None:
     role = write_role(tmp_path, "hello", HELLO_TASKS)
     req = request("sample", out_dir=out_dir, role=role, max_artifacts=3)
 
@@ -199,7 +198,7 @@ async def test_role_success_sees_extravars(
 
 
 async def test_failed_task_ignored_and_rescued_are_not_failures(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+    tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
     role = write_role(tmp_path, "failing", FAILING_TASKS)
 
@@ -214,7 +213,7 @@ async def test_failed_task_ignored_and_rescued_are_not_failures(
 
 
 async def test_playbook_set_stats_debug_and_requeue_after(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+    tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
     playbooks = tmp_path / "playbooks"
     (playbooks / "library").mkdir(parents=True)
@@ -242,7 +241,7 @@ async def test_playbook_set_stats_debug_and_requeue_after(
 
 
 async def test_events_arrive_on_the_loop_in_order(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+    tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
     role = write_role(tmp_path, "hello", HELLO_TASKS)
     seen: list[tuple[int, int]] = []
@@ -276,7 +275,7 @@ async def test_events_arrive_on_the_loop_in_order(
     ],
 )
 async def test_runs_without_result_raise_with_the_reason(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend, kind: str, expected: str
+    tmp_path: Path, out_dir: Path, backend: Backend, kind: str, expected: str
 ) -> None:
     path: Path
     if kind == "missing-role":
@@ -297,7 +296,7 @@ async def test_runs_without_result_raise_with_the_reason(
 
 
 async def test_concurrent_runs_for_different_crs(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+    tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
     role = write_role(tmp_path, "hello", HELLO_TASKS)
     names = ["one", "two", "three"]
@@ -335,7 +334,7 @@ async def test_concurrent_runs_for_different_crs(
 
 
 async def test_artifacts_rotated_and_latest_is_newest(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+    tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
     role = write_role(tmp_path, "hello", HELLO_TASKS)
     idents = []
@@ -353,7 +352,7 @@ async def test_artifacts_rotated_and_latest_is_newest(
 
 
 async def test_runs_leave_no_temporary_directories(
-    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+    tmp_path: Path, out_dir: Path, backend_type: type[Backend]
 ) -> None:
     """Each ansible-playbook makes a local temp directory (`ansible-local-<pid>...`) and
     each file-transferring action a remote one (`ansible-tmp-...`); both go at the end."""
@@ -383,7 +382,7 @@ async def test_the_runner_backend_builds_a_module_payload_once(
         for name in ("first", "second"):
             result = await backend.run(request(name, out_dir=out_dir, role=role))
             assert not result.failed, result.failure_message
-            store = Path(backend._run_variables()[payloads.STORE_ENV])
+            store = Path(backend.runs.run_variables()[payloads.STORE_ENV])
             stored.append(sorted(p.name for p in store.glob("*.pickle")))
     finally:
         await backend.close()
@@ -396,7 +395,7 @@ async def test_environment_reaches_the_role(
     tmp_path: Path,
     out_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
-    backend_type: type[RunnerBackend],
+    backend_type: type[Backend],
 ) -> None:
     monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "collections"))
     role = write_role(tmp_path, "env", ENV_TASKS)
@@ -421,7 +420,7 @@ async def test_environment_reaches_the_role(
 
 
 async def test_ansible_args_and_inventory_from_the_environment(
-    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+    tmp_path: Path, out_dir: Path, backend_type: type[Backend]
 ) -> None:
     inventory = tmp_path / "inventory.ini"
     inventory.write_text(
@@ -443,7 +442,7 @@ async def test_ansible_args_and_inventory_from_the_environment(
 
 
 async def test_group_and_host_vars_of_an_inventory_directory(
-    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+    tmp_path: Path, out_dir: Path, backend_type: type[Backend]
 ) -> None:
     """`ANSIBLE_INVENTORY` naming a directory: its `group_vars/` and `host_vars/` are
     loaded (by the `host_group_vars` vars plugin) as ansible-playbook loads them."""
@@ -500,7 +499,7 @@ async def test_logging(
     debug_logs: bool,
     present: list[str],
     absent: list[str],
-    backend_type: type[RunnerBackend],
+    backend_type: type[Backend],
 ) -> None:
     role = write_role(tmp_path, "hello", HELLO_TASKS)
     logger = logging.getLogger("test.ansible.backend")
@@ -528,7 +527,7 @@ async def test_failure_is_logged_with_its_message(
     tmp_path: Path,
     out_dir: Path,
     caplog: pytest.LogCaptureFixture,
-    backend_type: type[RunnerBackend],
+    backend_type: type[Backend],
 ) -> None:
     role = write_role(tmp_path, "failing", FAILING_TASKS)
     logger = logging.getLogger("test.ansible.failures")
@@ -547,7 +546,7 @@ async def test_failure_is_logged_with_its_message(
 
 
 async def test_cancelling_the_caller_kills_the_run(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+    tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
     role = write_role(tmp_path, "slow", SLOW_TASKS)
     req = request("slow", out_dir=out_dir, role=role)
@@ -569,7 +568,7 @@ async def test_cancelling_the_caller_kills_the_run(
 
 
 async def test_close_stops_runs_in_progress_and_queued(
-    tmp_path: Path, out_dir: Path, backend_type: type[RunnerBackend]
+    tmp_path: Path, out_dir: Path, backend_type: type[Backend]
 ) -> None:
     role = write_role(tmp_path, "slow", SLOW_TASKS)
     backend = backend_type(tmp_path / "runner", env=FAST, max_workers=1)
@@ -594,7 +593,7 @@ async def test_close_stops_runs_in_progress_and_queued(
 
 
 async def test_trivial_role_run_time(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, out_dir: Path, backend: Backend, capsys: pytest.CaptureFixture[str]
 ) -> None:
     role = write_role(tmp_path, "hello", HELLO_TASKS)
     await backend.run(request("warm", out_dir=out_dir, role=role))
@@ -761,7 +760,7 @@ def _answers(events: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_library_modules_of_different_roles_and_versions_are_not_mixed_up(
-    tmp_path: Path, out_dir: Path, backend: RunnerBackend
+    tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
     first = write_probe_role(tmp_path / "a", "first", "first role")
     second = write_probe_role(tmp_path / "b", "second", "second role")

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from runner.ansible.artifacts import list_runs
-from runner.ansible.backend import RunnerBackend
 from runner.ansible.disk import scan
 from runner.ansible.inputs import RunRequest
+from runner.ansible.runnerbackend import RunnerBackend
 from runner.cli import main
 from runner.observability.logging import JSONFormatter
 from runner.structs.gvk import GVK
@@ -156,28 +156,6 @@ async def test_forget_waits_for_no_run_and_removes_the_data_dir(
     assert not data_dir.exists()
     assert not data_dir.parent.exists()  # the namespace held nothing else
     await backend.forget(GVK_, "ns", "never-existed")
-
-
-async def test_clean_stale_keeps_live_and_recent_crs(tmp_path: Path, out_dir: Path) -> None:
-    role = write_role(tmp_path, "chatty", CHATTY_TASKS)
-    base = tmp_path / "runner"
-    before = RunnerBackend(base, env=FAST)
-    try:
-        for name in ("live", "deleted"):
-            await before.run(request(name, role, out_dir))
-    finally:
-        await before.close()
-
-    after = RunnerBackend(base, env=FAST)
-    try:
-        await after.run(request("created-since", role, out_dir))
-        removed = await after.clean_stale(gvks=[GVK_], keep={(GVK_, "ns", "live")})
-    finally:
-        await after.close()
-
-    assert removed == [after.data_dir(request("deleted", role, out_dir))]
-    for name in ("live", "created-since"):
-        assert after.data_dir(request(name, role, out_dir)).is_dir()
 
 
 async def test_history_and_logs_on_real_artifacts(

@@ -6,23 +6,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cluster_cli import cluster_cli
 
 from runner.cluster import process
 from runner.cluster.local import LocalCluster
 
 
 def _cli(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "runner.cli", "cluster", "--state-dir", str(state_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    return cluster_cli(state_dir, *args, timeout=240)
 
 
 @pytest.fixture

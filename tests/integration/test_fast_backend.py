@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from support.kube import wait_for
 
-from runner.ansible.backend import RunnerBackend
-from runner.ansible.fast import FastBackend
+from runner.ansible.fastbackend import FastBackend
 from runner.ansible.hooks.modexec import IN_PROCESS_NOTE
 from runner.ansible.inputs import RunRequest
+from runner.ansible.runnerbackend import RunnerBackend
 from runner.collections_path import bundled_collections_path
 from runner.structs.gvk import GVK
 
@@ -234,7 +234,7 @@ def _zygotes() -> list[int]:
         if (
             int(fields[1]) == os.getpid()
             and fields[0] != "Z"
-            and b"runner.ansible.zygote" in cmdline
+            and b"runner.ansible.fastbackend.zygote" in cmdline
         ):
             found.append(int(entry.name))
     return found

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from support.kube import wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.roles import PAUSE_WHEN_ASKED
 from support.tcpstall import StallingForwarder, stalling_kubeconfig
 
 from runner.ansible.artifacts import list_runs
@@ -24,16 +25,14 @@ from runner.ansible.rundir import process_dirs
 GROUP = "leader.test.example.com"
 KIND = "Split"
 
-ROLE = """
-- name: Take a while when asked
-  ansible.builtin.pause:
-    seconds: "{{ pause | int }}"
-  when: pause | default(0) | int > 0
-
+ROLE = (
+    PAUSE_WHEN_ASKED
+    + """
 - name: Done
   ansible.builtin.debug:
     msg: "done {{ ansible_operator_meta.name }}"
 """
+)
 
 
 @pytest.fixture(scope="module")

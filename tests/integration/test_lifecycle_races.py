@@ -12,28 +12,13 @@ from typing import Any
 import pytest
 from support.kube import create_cr, get_or_none, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.roles import PAUSE_WHEN_ASKED, output_configmap
 
 GROUP = "races.test.example.com"
 FINALIZER = f"{GROUP}/cleanup"
 
 # Waits when asked, then creates an owned ConfigMap (through the proxy, like real roles).
-ROLE = """
-- name: Take a while when asked
-  ansible.builtin.pause:
-    seconds: "{{ pause | int }}"
-  when: pause | default(0) | int > 0
-
-- name: Output ConfigMap
-  kubernetes.core.k8s:
-    definition:
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        name: "{{ ansible_operator_meta.name }}-out"
-        namespace: "{{ ansible_operator_meta.namespace }}"
-      data:
-        ok: "yes"
-"""
+ROLE = PAUSE_WHEN_ASKED + output_configmap()
 
 # Records every finalizer run in a file named after the CR.
 CLEANUP = """

@@ -13,24 +13,14 @@ import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 from support.kube import condition, wait_for, wait_steady
 from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.roles import output_configmap
 
 GROUP = "reload.test.example.com"
 API_VERSION = f"{GROUP}/v1alpha1"
 
 
 def role(value: str) -> str:
-    return f"""
-- name: Output ConfigMap
-  kubernetes.core.k8s:
-    definition:
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        name: "{{{{ ansible_operator_meta.name }}}}-out"
-        namespace: "{{{{ ansible_operator_meta.namespace }}}}"
-      data:
-        value: "{value}"
-"""
+    return output_configmap(data=f'value: "{value}"')
 
 
 def entry(kind: str, **extra: Any) -> dict[str, Any]:

@@ -4,6 +4,8 @@ directory, and the one starting second never removes what the first is using."""
 from __future__ import annotations
 
 import stat
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +16,11 @@ import yaml
 from support.kube import condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
-from runner.ansible.artifacts import find_data_dirs, latest_run
+from runner.ansible.artifacts import find_data_dirs, latest_run, list_runs
 from runner.ansible.rundir import process_dirs
 
 GROUP = "rundirs.test.example.com"
+HISTORY = (sys.executable, "-m", "runner.cli", "history")
 ROLE = """
 - name: Say hello
   ansible.builtin.debug:
@@ -138,3 +141,51 @@ def test_a_base_writable_by_others_stops_the_operator_with_a_clear_error(
     assert proc.process.wait(timeout=60) == 1
     assert f"run directory base {base}: writable by other users (mode 0777)" in proc.log()
     assert list(base.iterdir()) == []
+
+
+def test_history_keeps_the_runs_from_before_a_restart(
+    kubeconfig: Path, tmp_path: Path, namespace: str, shared_kind: Any, operators: list[Any]
+) -> None:
+    """The restarted operator removes its predecessor's directory but moves the CRs' runs
+    into its own first: `history` lists the runs of both processes."""
+    watch = {"version": "v1alpha1", "group": GROUP, "kind": "Shared", "role": "hello"}
+    project = write_project(tmp_path / "project", watches=[watch], roles={"hello": ROLE})
+    base = tmp_path / "runner"
+    name = f"kept-{uuid.uuid4().hex[:4]}"
+
+    first = OperatorProcess(project, kubeconfig=kubeconfig, log=tmp_path / "first.log")
+    operators.append(first)
+    new_cr(shared_kind, namespace, name)
+    before = wait_for(lambda: data_dir_of(base, name), timeout=120, message="first run")
+    first_run = latest_run(before)
+    assert first_run is not None
+    assert first.stop() == 0
+
+    second = OperatorProcess(project, kubeconfig=kubeconfig, log=tmp_path / "second.log")
+    operators.append(second)
+    shared_kind.patch(
+        name=name,
+        namespace=namespace,
+        body={"spec": {"again": True}},
+        content_type="application/merge-patch+json",
+    )
+
+    def both_runs() -> list[str] | None:
+        data_dir = data_dir_of(base, name)
+        idents = [run.ident for run in list_runs(data_dir)] if data_dir else []
+        return idents if len(idents) >= 2 and idents[-1] == first_run.ident else None
+
+    wait_for(both_runs, timeout=120, message="the runs of both processes are in the base")
+    assert len(process_dirs(base)) == 1, "the first process's directory was left behind"
+
+    history = subprocess.run(
+        [*HISTORY, "--runner-dir", str(base), "-n", namespace, f"shared/{name}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert history.returncode == 0, history.stderr
+    rows = [line.split() for line in history.stdout.splitlines()[2:] if line[:1].isdigit()]
+    assert len(rows) >= 2, history.stdout
+    assert rows[-1][-1] == first_run.ident, history.stdout

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from runner.cli import build_parser
-from runner.settings import parse_size
+from runner.runflags import parse_size
 
 
 @pytest.mark.parametrize(

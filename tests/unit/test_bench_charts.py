@@ -1,10 +1,12 @@
-"""bench/charts.py: the figures it picks out of compare.py's JSON, and the charts it
+"""bench/charts.py: the figures it picks out of bench/compare's JSON, and the charts it
 draws from them (the drawing only where matplotlib, the `bench` extra, is installed)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,7 +35,7 @@ def _report(mode: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"mode": mode, "runs": runs, "dependents": {}, "compared": {}}
 
 
-# Shaped as compare.py writes them; figures as in docs/benchmarks.md.
+# Shaped as bench/compare writes them; figures as in docs/benchmarks.md.
 LATENCY = _report(
     "latency",
     {
@@ -137,7 +139,7 @@ def test_no_results_is_a_one_line_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert charts.main(["--results-dir", str(tmp_path)]) == 1
-    expected = f"no compare-*.json in {tmp_path}: run bench/compare.py first\n"
+    expected = f"no compare-*.json in {tmp_path}: run python -m bench.compare first\n"
     assert capsys.readouterr().out == expected
 
 
@@ -150,3 +152,34 @@ def test_draws_every_chart(tmp_path: Path) -> None:
         text = (tmp_path / "out" / name).read_text()
         assert text.lstrip().startswith("<?xml") and "<svg" in text, name
     assert "ours (fast)" in (tmp_path / "out" / "latency.svg").read_text()
+
+
+def test_make_bench_charts_draws_a_synthetic_result(tmp_path: Path) -> None:
+    """`make bench-charts` as `make bench` ends, on one small compare JSON (the bench
+    extra's install is taken as done: `make test` does it first)."""
+    pytest.importorskip("matplotlib", reason="the bench extra draws the charts")
+    results, out = tmp_path / "results", tmp_path / "charts"
+    results.mkdir()
+    (results / "compare-latency.json").write_text(json.dumps(LATENCY))
+    venv = Path(sys.prefix)
+    done = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "-C",
+            str(REPO),
+            "bench-charts",
+            "-o",
+            str(venv / ".bench-installed"),
+            f"VENV={venv}",
+            f"CHARTS_ARGS=--results-dir {results} --output-dir {out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"wrote {out / 'latency.svg'}" in done.stdout
+    assert "<svg" in (out / "latency.svg").read_text()
+    assert sorted(path.name for path in out.iterdir()) == ["latency.svg"]

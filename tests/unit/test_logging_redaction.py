@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from runner.ansible.backend import _RunLog
 from runner.ansible.inputs import RunRequest
+from runner.ansible.runlog import RunLog
 from runner.observability.logging import ConsoleFormatter, JSONFormatter, configure
 from runner.structs.gvk import GVK
 
@@ -115,7 +115,7 @@ def test_planted_credentials_never_logged(
     stream: tuple[logging.Logger, io.StringIO, io.StringIO], log_events: Any, debug: bool
 ) -> None:
     logger, as_json, as_text = stream
-    log = _RunLog(logger, REQUEST, log_events=log_events, debug=debug)
+    log = RunLog(logger, REQUEST, log_events=log_events, debug=debug)
     for event in (uri_result(), uri_result("runner_on_failed"), secret_result(), debug_result()):
         log.event(event)
 
@@ -130,7 +130,7 @@ def test_everything_keeps_what_is_not_secret(
     stream: tuple[logging.Logger, io.StringIO, io.StringIO],
 ) -> None:
     logger, as_json, _ = stream
-    _RunLog(logger, REQUEST, log_events="everything", debug=False).event(secret_result())
+    RunLog(logger, REQUEST, log_events="everything", debug=False).event(secret_result())
     (line,) = as_json.getvalue().splitlines()
     entry = json.loads(line)
     data = json.loads(entry["msg"].split(" event runner_on_ok ", 1)[1])
@@ -143,7 +143,7 @@ def test_failed_task_message_is_masked_but_readable(
     stream: tuple[logging.Logger, io.StringIO, io.StringIO],
 ) -> None:
     logger, as_json, _ = stream
-    _RunLog(logger, REQUEST, log_events="tasks", debug=False).event(uri_result("runner_on_failed"))
+    RunLog(logger, REQUEST, log_events="tasks", debug=False).event(uri_result("runner_on_failed"))
     entry = json.loads(as_json.getvalue())
     assert entry["level"] == "error"
     assert entry["msg"] == (

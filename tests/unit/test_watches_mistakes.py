@@ -449,10 +449,11 @@ def test_run_logs_each_warning_once(
     monkeypatch.setattr(run_mod, "locate_kubeconfig", lambda *_args: None)
     monkeypatch.setattr(run_mod, "prepare_environment", lambda *_args: None)
     from runner.cli import build_parser
+    from runner.runflags import settings_from
 
     args: argparse.Namespace = build_parser().parse_args(["run"])
     with caplog.at_level(logging.WARNING, logger="ansible-operator"):
-        assert run_mod.run(args) == 0
+        assert run_mod.run(settings_from(args, {})) == 0
     warnings = [r.getMessage() for r in caplog.records if "ansibleVerbosity" in r.getMessage()]
     assert len(loads) == 1
     assert warnings == [

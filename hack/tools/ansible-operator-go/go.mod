@@ -1,4 +1,4 @@
-// Wrapper module: builds the Go ansible-operator that bench/compare.py measures ours
+// Wrapper module: builds the Go ansible-operator that bench/compare measures ours
 // against. ansible-operator-plugins v1.42.0 has no replace directives of its own
 // (checked), so none are copied; `go` is its go.mod's.
 module ansible-operator.local/hack/tools/ansible-operator-go

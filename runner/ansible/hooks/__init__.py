@@ -11,10 +11,13 @@ tested with the running ansible-core is left out — the run goes the plain ansi
 way for it — with one warning that says why. Each hook also checks itself before it
 installs (`enabled`), so a run in another interpreter never gets an untested hook either.
 
-Moving to a new ansible-core line is this checklist: for each hook below, read its spots
-in the new line's source, adapt the module (`runner/ansible/hooks/<name>.py`, or
-`zygote.py` for the zygote), run the backend-equivalence and sample-operator tests on that
-line, then add the line to `tested`.
+Every module of this package belongs to one or more of the hooks (`Hook.modules`), and
+nothing outside it touches ansible-core's internals: the backends
+(`runner.ansible.runnerbackend`, `runner.ansible.fastbackend`) only install what is here.
+Moving to a new ansible-core line is the checklist in docs/ansible-core.md: for each hook
+below, read its spots in the new line's source, adapt its modules, run the hooks' unit
+tests and the backend-equivalence and sample-operator tests on that line, then add the
+line to `tested`.
 
 This module imports nothing of ansible (the operator reads it before any run).
 """
@@ -30,6 +33,7 @@ __all__ = [
     "HOOKS",
     "Hook",
     "Plan",
+    "Spot",
     "core_line",
     "enabled",
     "installed_core_version",
@@ -40,100 +44,212 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class Spot:
+    """One name in ansible-core (or a library it runs) that a hook patches or relies on."""
+
+    name: str
+    """`module:attribute.path` (or a module alone): importable, so a test can check that
+    the running ansible-core still has it."""
+    note: str = ""
+    """What the hook does with it."""
+    lines: tuple[str, ...] = ()
+    """The ansible-core lines that have it, when not all the hook was tested with."""
+
+    def __str__(self) -> str:
+        where = f" (ansible-core {', '.join(self.lines)})" if self.lines else ""
+        return f"{self.name}{where}: {self.note}" if self.note else f"{self.name}{where}"
+
+
+@dataclass(frozen=True)
 class Hook:
     """One way we change or rely on ansible-core internals."""
 
     name: str
-    """The module that installs it: `runner/ansible/hooks/<name>.py` (or `zygote.py`)."""
+    """The module that installs it: `runner/ansible/hooks/<name>.py`."""
     does: str
     """What it is for, in a few words (for the warning)."""
-    spots: tuple[str, ...]
+    spots: tuple[Spot, ...]
     """The ansible-core (or collection) names it patches or depends on."""
     tested: tuple[str, ...]
     """ansible-core lines (major.minor) it was checked against."""
     backends: tuple[str, ...]
     """The backends that use it (`fast`, `runner`)."""
+    helpers: tuple[str, ...] = ()
+    """Other files of this package it is made of (relative to it), beside `<name>.py`."""
 
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """Its files, relative to `runner/ansible/hooks/`."""
+        return (f"{self.name}.py", *self.helpers)
+
+
+_BOTH = ("2.18", "2.19")
+_MODULE_COMMON = "ansible.executor.module_common"
 
 HOOKS: tuple[Hook, ...] = (
     Hook(
         name="zygote",
         does="runs forked from a warm ansible-playbook",
         spots=(
-            "ansible.cli.playbook.PlaybookCLI.cli_executor (called in a forked process)",
-            "ansible.plugins.loader.*_loader (warmed before the fork)",
-            "ansible.constants.config / set_constant (per-run settings recomputed)",
-            "ansible.utils.display.Display (_set_column_width, _deprecations, _warns,"
-            " _errors) and _synchronize_textiowrapper",
-            "ansible.utils.color (reloaded: stdout is a terminal)",
-            "ansible_runner awx_display.EventContext (renewed per run)",
+            Spot("ansible.cli.playbook:PlaybookCLI.cli_executor", "called in the forked run"),
+            Spot("ansible.plugins.loader:init_plugin_loader", "loaders warmed before the fork"),
+            Spot("ansible.plugins.loader:action_loader", "actions resolved at warm-up"),
+            Spot("ansible.plugins.loader:module_loader", "modules resolved at warm-up"),
+            Spot("ansible.vars.plugins:_prime_vars_loader", "primed at warm-up"),
+            Spot(
+                "ansible.plugins.loader:vars_loader",
+                "_plugin_instance_cache and _paths reset in each run",
+            ),
+            Spot("ansible.constants:set_constant", "per-run settings recomputed from config"),
+            Spot("ansible.config.manager:ensure_type", "each run's DEFAULT_LOCAL_TMP"),
+            Spot(
+                "ansible.utils.display:Display._set_column_width",
+                "called per run; _deprecations, _warns, _errors cleared",
+            ),
+            Spot("ansible.utils.display:_synchronize_textiowrapper", "the run's terminal stdio"),
+            Spot("ansible.utils.color", "reloaded in each run: stdout is a terminal"),
+            Spot(
+                "ansible_runner.display_callback.callback.awx_display:EventContext",
+                "renewed per run",
+            ),
         ),
-        tested=("2.18", "2.19"),
+        tested=_BOTH,
         backends=("fast",),
     ),
     Hook(
         name="inline",
         does="tasks executed in the run's process",
         spots=(
-            "ansible.executor.task_queue_manager.TaskQueueManager.__init__ (_callback_lock)",
-            "ansible.executor.process.worker.WorkerProcess.start",
-            "ansible.executor.task_executor.TaskExecutor(...).run()",
-            "ansible.executor.task_result: TaskResult (2.18), _RawTaskResult (2.19)",
-            "final queue: send_task_result",
+            Spot(
+                "ansible.executor.task_queue_manager:TaskQueueManager.__init__",
+                "wrapped: _callback_lock",
+            ),
+            Spot(
+                "ansible.executor.process.worker:WorkerProcess.start",
+                "replaced: the task runs in the run's process",
+            ),
+            Spot("ansible.executor.task_executor:TaskExecutor.run", "called as a worker does"),
+            Spot("ansible.executor.task_result:TaskResult", "what a worker sends", ("2.18",)),
+            Spot("ansible.executor.task_result:_RawTaskResult", "what a worker sends", ("2.19",)),
+            Spot(
+                "ansible.executor.task_queue_manager:FinalQueue.send_task_result",
+                "the queue results go through",
+            ),
         ),
-        tested=("2.18", "2.19"),
+        tested=_BOTH,
         backends=("fast",),
     ),
     Hook(
         name="modexec",
         does="modules run in a fork or in process, temp-dir commands without a shell",
         spots=(
-            "ansible.plugins.connection.local.Connection.exec_command",
-            "pipelining: Connection.is_pipelining_enabled (2.19),"
-            " ActionBase._is_pipelining_enabled (2.18)",
-            "the AnsiballZ wrapper's _ansiballz_main(...) call and the `sh` shell plugin's"
-            " mkdtemp / rm / expand_user commands",
-            "ansible.module_utils: _internal.is_controller (2.19), basic._ANSIBLE_ARGS,"
-            " common.warnings registries",
+            Spot(
+                "ansible.plugins.connection.local:Connection.exec_command",
+                "replaced: modules forked or in process, temp-dir commands answered",
+            ),
+            Spot(
+                "ansible.plugins.connection:ConnectionBase.is_pipelining_enabled",
+                "pipelining on for the local connection",
+                ("2.19",),
+            ),
+            Spot(
+                "ansible.plugins.action:ActionBase._is_pipelining_enabled",
+                "pipelining on for the local connection",
+                ("2.18",),
+            ),
+            Spot(
+                "ansible.plugins.shell.sh:ShellModule",
+                "its mkdtemp / rm / expand_user commands, recognized exactly (localshell.py)",
+            ),
+            Spot(
+                f"{_MODULE_COMMON}:_find_module_utils",
+                "the AnsiballZ wrapper it writes, read by modcommand.parse_wrapper",
+            ),
+            Spot(
+                "ansible.module_utils._internal:is_controller",
+                "off while a module runs in process",
+                ("2.19",),
+            ),
+            Spot("ansible.module_utils.basic:_ANSIBLE_ARGS", "a module's arguments in process"),
+            Spot(
+                "ansible.module_utils.common.warnings:_global_warnings",
+                "and _global_deprecations: emptied per module",
+            ),
         ),
-        tested=("2.18", "2.19"),
+        tested=_BOTH,
         backends=("fast",),
+        helpers=("inprocess.py", "localshell.py", "modcommand.py"),
     ),
     Hook(
         name="direct",
         does="Kubernetes modules run without an AnsiballZ payload",
         spots=(
-            "ansible.executor.module_common._find_module_utils",
-            "module_common._get_shebang, _extract_interpreter, _get_ansible_module_fqn",
-            "2.19: _BuiltModule, _get_module_metadata, _ansiballz._builder.ExtensionManager,"
-            " module_utils._internal._ansiballz._loader.run_module",
-            "2.18: the AnsiballZ wrapper's _ansiballz_main(...) run_module call",
+            Spot(
+                f"{_MODULE_COMMON}:_find_module_utils",
+                "wrapped: a small program instead of the payload (builder.py binds each line)",
+            ),
+            Spot(f"{_MODULE_COMMON}:_get_shebang"),
+            Spot(f"{_MODULE_COMMON}:_extract_interpreter"),
+            Spot(f"{_MODULE_COMMON}:_get_ansible_module_fqn"),
+            Spot(f"{_MODULE_COMMON}:_BuiltModule", "what the builder returns", ("2.19",)),
+            Spot(f"{_MODULE_COMMON}:_get_module_metadata", lines=("2.19",)),
+            Spot(
+                "ansible._internal._ansiballz._builder:ExtensionManager",
+                "debugger and coverage extensions",
+                ("2.19",),
+            ),
+            Spot(
+                "ansible.module_utils._internal._ansiballz._loader:run_module",
+                "what the program calls, as the AnsiballZ wrapper does",
+                ("2.19",),
+            ),
+            Spot(
+                f"{_MODULE_COMMON}:ACTIVE_ANSIBALLZ_TEMPLATE",
+                "the wrapper's runpy.run_module call, which the program makes",
+                ("2.18",),
+            ),
         ),
-        tested=("2.18", "2.19"),
+        tested=_BOTH,
         backends=("fast",),
+        helpers=("builder.py",),
     ),
     Hook(
         name="payloads",
         does="module payloads shared between runs",
         spots=(
-            "ansible.executor.module_common._find_module_utils",
-            "ansible.executor.module_common.recursive_finder (the zip it writes to)",
-            "<DEFAULT_LOCAL_TMP>/ansiballz_cache/<fqn>-<compression>[-<extensions>]",
-            "2.19: _datatag Origin tags on module_utils sources",
+            Spot(
+                f"{_MODULE_COMMON}:_find_module_utils",
+                "wrapped: payloads kept in a store shared between runs, beside its cache"
+                " <DEFAULT_LOCAL_TMP>/ansiballz_cache/<fqn>-<compression>[-<extensions>]",
+            ),
+            Spot(f"{_MODULE_COMMON}:recursive_finder", "the zip it writes to"),
+            Spot(
+                "ansible._internal._datatag._tags:Origin",
+                "the file each module_utils source came from",
+                ("2.19",),
+            ),
         ),
-        tested=("2.18", "2.19"),
+        tested=_BOTH,
         backends=("fast", "runner"),
+        helpers=("builder.py", "callback_plugins/ansible_operator_payloads.py"),
     ),
     Hook(
         name="kubemodules",
         does="module code compiled once, discovery shared between CRs",
         spots=(
-            "ansible.utils.collection_loader._collection_finder"
-            "._AnsibleCollectionPkgLoaderBase.get_code",
-            "kubernetes.config.kube_config.yaml",
-            "kubernetes.core module_utils.client.discovery.Discoverer.__get_default_cache_id",
+            Spot(
+                "ansible.utils.collection_loader._collection_finder"
+                ":_AnsibleCollectionPkgLoaderBase.get_code",
+                "wrapped: compiled once per file version",
+            ),
+            Spot("kubernetes.config.kube_config:yaml", "kubeconfigs parsed with libyaml"),
+            Spot(
+                "ansible_collections.kubernetes.core.plugins.module_utils.client.discovery"
+                ":Discoverer._Discoverer__get_default_cache_id",
+                "the discovery cache named without the proxy's user info",
+            ),
         ),
-        tested=("2.18", "2.19"),
+        tested=_BOTH,
         backends=("fast",),
     ),
 )

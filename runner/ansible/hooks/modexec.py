@@ -9,7 +9,7 @@ task already has all of that imported (the zygote warmed it, `zygote.py`), so he
 `local` connection forks the worker and runs the same wrapper in the child, with the same
 stdin-less stdio, environment, exit code and output the interpreter would have produced.
 
-Only what is known to behave the same takes this path (`fastwire.in_process_allowed`):
+Only what is known to behave the same takes this path (`modcommand.in_process_allowed`):
 a pipelined Python module for this very interpreter (same virtualenv), no become, no
 locale or `PYTHON*` variables in the task's environment, a module of an allow-listed
 collection whose source is the one this process would import (the wrapper's copy is
@@ -50,13 +50,13 @@ import zipfile
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from runner.ansible.fastwire import (
+from runner.ansible.hooks import direct, inline, inprocess, localshell
+from runner.ansible.hooks.modcommand import (
     ModuleCommand,
     in_process_allowed,
     parse_module_command,
     parse_wrapper,
 )
-from runner.ansible.hooks import direct, inline, inprocess, localshell
 
 __all__ = [
     "FORK_NOTE",

@@ -3,6 +3,7 @@ an `Engine` (tests/support/engine.py) per test, in the test's namespace."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from runner.k8s.client import KubeClient
 from runner.structs import GVK
 
 GROUP = "engine.test.example.com"
+NAMESPACE = GVK("", "v1", "Namespace")
 PROBE = GVK(GROUP, "v1alpha1", "Probe")
 STRICT = GVK(GROUP, "v1alpha1", "Strict")
 
@@ -44,6 +46,36 @@ def engine_kinds(dyn: Any) -> dict[str, GVK]:
 async def client(kubeconfig: Path) -> AsyncIterator[KubeClient]:
     async with await KubeClient.connect(kubeconfig=str(kubeconfig)) as kube:
         yield kube
+
+
+@pytest.fixture
+async def namespace(
+    request: pytest.FixtureRequest, client: KubeClient, engine_kinds: dict[str, GVK]
+) -> AsyncIterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting), as the
+    shared fixture does; only the tier's own kinds can hold finalizers here, so only
+    those are released first (no discovery of every kind the cluster serves)."""
+    stem = "".join(
+        c for c in request.node.name.lower().replace("_", "-") if c.isalnum() or c == "-"
+    )
+    name = f"t-{stem[:40].strip('-')}-{uuid.uuid4().hex[:5]}"
+    await client.create(
+        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        yield name
+    finally:
+        for gvk in engine_kinds.values():
+            items, _ = await client.list(gvk, namespace=name)
+            for obj in items:
+                if (obj.get("metadata") or {}).get("finalizers"):
+                    await client.patch(
+                        gvk,
+                        name=obj["metadata"]["name"],
+                        namespace=name,
+                        body={"metadata": {"finalizers": None}},
+                    )
+        await client.delete(NAMESPACE, name=name, namespace=None)
 
 
 @pytest.fixture

@@ -144,8 +144,12 @@ async def test_a_conflict_on_the_finalizer_patch_is_retried_quietly(
     controller = await engine.controller(reconcile_period=0, finalizer=Finalizer(name=finalizer))
     await engine.create("raced")
 
-    await until(reconciled(controller, 2), message="the conflict, then the retry")
+    await until(
+        lambda: engine.backend.finished == ["raced"] and controller.queue.processing == 0,
+        message="the conflict, then the retry that runs",
+    )
     assert meddling.meddled == 1
+    assert controller.reconciles >= 2, "the conflicting reconcile was retried"
     obj = await engine.get("raced")
     assert obj["metadata"]["finalizers"] == [finalizer]
     assert obj["metadata"]["labels"] == {"m": "1"}, "the other writer's change is kept"

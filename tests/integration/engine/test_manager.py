@@ -115,7 +115,8 @@ async def test_a_graceful_stop_lets_runs_finish_then_hands_the_lease_over(
     assert successful is not None and successful["status"] == "True"
 
     # Released, the Lease is the standby's at its next retry, not a lease duration later.
-    await asyncio.wait_for(until(lambda: standby_elector.is_leader, message="handover"), 2)
+    # (Under the 4 s lease duration: an expired Lease would take at least that long.)
+    await asyncio.wait_for(until(lambda: standby_elector.is_leader, message="handover"), 3.5)
     await until(lambda: standby_backend.runs("work") == 1, message="the new leader reconciles")
     assert await lease_holder(engine) == standby_elector.identity
     standby_stop.set()

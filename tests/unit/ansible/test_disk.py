@@ -1,4 +1,4 @@
-"""runner.ansible.disk: the global artifacts cap, stale data directories, removal."""
+"""runner.ansible.disk: the global artifacts cap, removal of data directories."""
 
 from __future__ import annotations
 
@@ -11,14 +11,10 @@ from runner.ansible.artifacts import link_latest
 from runner.ansible.disk import (
     ArtifactBudget,
     ArtifactDir,
-    DataDir,
-    clean_stale,
-    data_dirs_of_kind,
     dir_usage,
     over_budget,
     remove_data_dir,
     scan,
-    stale_data_dirs,
 )
 from runner.structs.gvk import GVK
 
@@ -88,53 +84,6 @@ def test_over_budget(
     listing: list[ArtifactDir], limit: int, busy: tuple[Path, ...], expected: list[str]
 ) -> None:
     chosen = over_budget(listing, limit=limit, busy=busy, now=NOW)
-    assert chosen == [Path(name) for name in expected]
-
-
-def data(name: str, key: tuple[GVK, str, str], mtime: float = 100.0) -> DataDir:
-    return DataDir(path=Path(name), key=key, mtime=mtime)
-
-
-@pytest.mark.parametrize(
-    ("found", "keep", "busy", "before", "expected"),
-    [
-        pytest.param(
-            [data("a", (MEMCACHED, "ns", "a")), data("b", (MEMCACHED, "ns", "b"))],
-            {(MEMCACHED, "ns", "a")},
-            (),
-            None,
-            ["b"],
-            id="gone-cr-removed",
-        ),
-        pytest.param(
-            [data("a", (MEMCACHED, "ns", "a")), data("a2", (MEMCACHED, "other", "a"))],
-            {(MEMCACHED, "ns", "a")},
-            (),
-            None,
-            ["a2"],
-            id="namespace-matters",
-        ),
-        pytest.param(
-            [data("b", (MEMCACHED, "ns", "b"))], set(), (Path("b"),), None, [], id="busy-kept"
-        ),
-        pytest.param(
-            [data("b", (MEMCACHED, "ns", "b"), mtime=500.0), data("c", (MEMCACHED, "ns", "c"))],
-            set(),
-            (),
-            400.0,
-            ["c"],
-            id="used-since-start-kept",
-        ),
-    ],
-)
-def test_stale_data_dirs(
-    found: list[DataDir],
-    keep: set[tuple[GVK, str, str]],
-    busy: tuple[Path, ...],
-    before: float | None,
-    expected: list[str],
-) -> None:
-    chosen = stale_data_dirs(found, keep=keep, busy=busy, modified_before=before)
     assert chosen == [Path(name) for name in expected]
 
 
@@ -257,48 +206,7 @@ def test_scan_does_not_follow_links_out_of_the_base(base: Path, tmp_path: Path) 
     (base / "v1" / "Secret").symlink_to(tmp_path / "outside/v1/Secret")
     assert scan(base) == []
     assert ArtifactBudget(base, limit=1).enforce() == []
-    assert clean_stale(base, gvks=[SECRET], keep=set()) == []
     assert (outside / "artifacts/1").exists()
-
-
-def test_data_dirs_of_kind(base: Path) -> None:
-    make_data_dir(base, "cache.example.com/v1alpha1/Memcached/ns/a")
-    make_data_dir(base, "cache.example.com/v1alpha1/Memcached/artifacts/env")
-    make_data_dir(base, "cache.example.com/v1alpha1/Pool/p")
-    keys = [entry.key for entry in data_dirs_of_kind(base, MEMCACHED)]
-    assert keys == [(MEMCACHED, "artifacts", "env"), (MEMCACHED, "ns", "a")]
-    assert [entry.key for entry in data_dirs_of_kind(base, CLUSTERED)] == [(CLUSTERED, "", "p")]
-    assert list(data_dirs_of_kind(base, SECRET)) == []
-
-
-def test_clean_stale_removes_only_gone_crs_of_watched_kinds(base: Path) -> None:
-    kept = make_data_dir(base, "cache.example.com/v1alpha1/Memcached/ns/kept")
-    gone = make_data_dir(base, "cache.example.com/v1alpha1/Memcached/ns/gone")
-    alone = make_data_dir(base, "cache.example.com/v1alpha1/Memcached/solo/gone")
-    pool = make_data_dir(base, "cache.example.com/v1alpha1/Pool/gone-pool")
-    foreign = make_data_dir(base, "other.example.com/v1/Thing/ns/x")
-
-    removed = clean_stale(base, gvks=[MEMCACHED, CLUSTERED], keep={(MEMCACHED, "ns", "kept")})
-
-    assert sorted(removed) == sorted([gone, alone, pool])
-    assert kept.exists() and foreign.exists()
-    assert not gone.exists() and not pool.exists()
-    assert not alone.parent.exists()  # its namespace directory was left empty
-    assert (base / "cache.example.com/v1alpha1/Memcached/ns").exists()
-
-
-def test_clean_stale_with_namespaces_leaves_others_alone(base: Path) -> None:
-    mine = make_data_dir(base, "cache.example.com/v1alpha1/Memcached/mine/x")
-    theirs = make_data_dir(base, "cache.example.com/v1alpha1/Memcached/theirs/x")
-    pool = make_data_dir(base, "cache.example.com/v1alpha1/Pool/p")
-    removed = clean_stale(base, gvks=[MEMCACHED, CLUSTERED], keep=set(), namespaces={"mine"})
-    assert removed == [mine]
-    assert theirs.exists() and pool.exists()
-
-
-def test_clean_stale_of_a_missing_base_does_nothing(tmp_path: Path) -> None:
-    assert clean_stale(tmp_path / "absent", gvks=[MEMCACHED], keep=set()) == []
-    assert not (tmp_path / "absent").exists()
 
 
 @pytest.mark.parametrize(

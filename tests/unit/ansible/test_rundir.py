@@ -15,6 +15,7 @@ import pytest
 from runner.ansible.rundir import (
     LOCK_FILE,
     OWNER_FILE,
+    carry_runs,
     check_base,
     claim,
     process_dirs,
@@ -102,6 +103,55 @@ def test_a_killed_operators_directory_is_removed_by_its_next_process(tmp_path: P
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert remove_abandoned(base, identity=IDENTITY) == [path]
+
+
+def make_run(process_dir: Path, relative: str, ident: str) -> Path:
+    """A finished run of the CR whose data directory is `relative`, as ansible-runner
+    leaves it."""
+    data_dir = process_dir / relative
+    (data_dir / "env").mkdir(parents=True, exist_ok=True)
+    (data_dir / "env" / "extravars").write_text("{}")
+    run = data_dir / "artifacts" / ident
+    run.mkdir(parents=True)
+    (run / "command").write_text("{}")
+    (run / "status").write_text("successful")
+    return run
+
+
+def test_the_next_process_keeps_its_predecessors_runs(tmp_path: Path) -> None:
+    base = tmp_path / "runner"
+    web = "cache.example.com/v1alpha1/Memcached/default/web"
+    db = "cache.example.com/v1alpha1/Memcached/default/db"
+    older = claim(base, identity=IDENTITY)
+    make_run(older.path, web, "1")
+    make_run(older.path, web, "2")
+    make_run(older.path, db, "3")
+    older.release()
+    newer = claim(base, identity=IDENTITY)
+    make_run(newer.path, web, "2")  # the same ident in both: kept once
+    make_run(newer.path, web, "4")
+    newer.release()
+    own = claim(base, identity=IDENTITY)
+    try:
+        removed = remove_abandoned(base, identity=IDENTITY, keep_runs_in=own.path)
+        assert sorted(removed) == sorted([older.path, newer.path])
+        assert process_dirs(base) == [own.path]
+        assert sorted(p.name for p in (own.path / web / "artifacts").iterdir()) == [
+            "1", "2", "4",
+        ]  # fmt: skip
+        assert (own.path / db / "artifacts" / "3" / "status").read_text() == "successful"
+    finally:
+        own.release()
+
+
+def test_carry_runs_moves_nothing_through_a_link(tmp_path: Path) -> None:
+    source, target, elsewhere = tmp_path / "old", tmp_path / "new", tmp_path / "elsewhere"
+    make_run(elsewhere, "g/v1/Kind/ns/planted", "9")
+    source.mkdir()
+    (source / "g").symlink_to(elsewhere / "g")
+    assert carry_runs(source, target) == 0
+    assert not target.exists()
+    assert (elsewhere / "g/v1/Kind/ns/planted/artifacts/9").is_dir()
 
 
 def test_other_operators_and_other_files_are_never_removed(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.ansible.artifacts import list_runs
-from runner.ansible.backend import _record_stopped
+from runner.ansible.runs import _record_stopped
 
 
 def test_a_run_stopped_early_is_recorded_as_canceled(tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ from runner.cluster.components import (
     GoModule,
     SourceEdit,
     olm_operators,
+    olm_v1_operators,
     tools,
+    tools_dir,
 )
 from runner.errors import ClusterError
 
@@ -102,3 +104,30 @@ def test_a_build_with_edits_changes_a_copy_only(tmp_path: Path) -> None:
     assert output.stdout.strip() == "after added"
     assert "before" in (dep / "dep.go").read_text()  # the source itself is untouched
     assert not (dep / "zz_extra.go").exists()
+
+
+def test_olm_v1_is_pinned_edited_and_keyed_by_the_boxcutter_stand_in() -> None:
+    found = olm_v1_operators()
+    assert list(found) == ["operator-controller", "catalogd"]
+    for component in found.values():
+        assert component.version == "v1.11.0"
+        assert component.package.endswith(f"/cmd/{component.name}")
+        assert "containers_image_openpgp" in component.tags
+        assert all(e.source is None or e.source.is_file() for e in component.edits)
+        assert any("serviceAccountTokenFile()" in e.new for e in component.edits)
+        assert any("webhookHost()" in e.new for e in component.edits)
+        assert {p.name for p in component.inputs} >= {"go.mod", "managedcache.go"}
+    go_mod = (tools_dir() / "olm-v1" / "go.mod").read_text()
+    assert "replace pkg.package-operator.run/boxcutter => ./boxcutter-stub" in go_mod
+
+
+def test_a_changed_build_input_moves_the_cache_directory(tmp_path: Path) -> None:
+    stub = tmp_path / "stub.go"
+    stub.write_text("package stub\n")
+    (tmp_path / "go.mod").write_text("module w\n\nrequire example.com/x v1.2.3\n")
+    module = GoModule(tmp_path, "example.com/x")
+    component = Component("x", module, "example.com/x", inputs=(stub,))
+    first = build.binary_path(component, tmp_path)
+    assert first.parent.name.startswith("x-v1.2.3+")
+    stub.write_text("package stub\n\n// changed\n")
+    assert build.binary_path(component, tmp_path) != first

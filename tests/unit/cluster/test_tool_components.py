@@ -31,7 +31,7 @@ def test_go_ansible_operator_is_pinned_and_built_on_demand_only() -> None:
     assert go.package.endswith("/cmd/ansible-operator")
     assert go_binary_name(go.package) == "ansible-operator"
     assert f"internal/version.Version={go.version}" in " ".join(go.ldflags)
-    # only bench/compare.py builds it: not `cluster up --build-only`, not `cluster tools`
+    # only bench/compare builds it: not `cluster up --build-only`, not `cluster tools`
     assert go.name not in set(tools()) | set(components())
     assert binary_path(go, Path("/c")) == Path(
         "/c/bin/ansible-operator-go-v1.42.0/ansible-operator-go"

@@ -156,3 +156,46 @@ def test_project_without_config_manifests_is_read_part_by_part(guestbook: Path) 
     (guestbook / "config" / "manifests" / "kustomization.yaml").unlink()
     kinds = {o["kind"] for o in render(guestbook)}
     assert {"ClusterServiceVersion", "Deployment", "Guestbook", "Configuration"} <= kinds
+
+
+@pytest.mark.parametrize(
+    ("selector", "patched"),
+    [
+        pytest.param("tier=web", ["web"], id="equals"),
+        pytest.param("tier!=web", ["db", "none"], id="not-equals-includes-unlabelled"),
+        pytest.param("tier in (web,db)", ["db", "web"], id="in"),
+        pytest.param("!tier", ["none"], id="does-not-exist"),
+        pytest.param("tier", ["db", "web"], id="exists"),
+        pytest.param("", ["db", "none", "web"], id="empty-selects-all"),
+    ],
+)
+def test_patch_target_label_selector_has_the_api_servers_syntax(
+    tmp_path: Path, selector: str, patched: list[str]
+) -> None:
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [cm.yaml]\n"
+        "patches:\n"
+        "- target: {kind: ConfigMap, labelSelector: '" + selector + "'}\n"
+        "  patch: |\n"
+        "    - {op: add, path: /data/patched, value: 'yes'}\n"
+    )
+    (tmp_path / "cm.yaml").write_text(
+        "".join(
+            f"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+            + (f"  labels: {{tier: {name}}}\n" if name != "none" else "")
+            + "data: {}\n"
+            for name in ("web", "db", "none")
+        )
+    )
+    objects = kustomize.build(tmp_path)
+    assert sorted(o["metadata"]["name"] for o in objects if "patched" in o["data"]) == patched
+
+
+def test_patch_target_with_a_bad_label_selector_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [cm.yaml]\npatches:\n- target: {labelSelector: 'tier in (web'}\n"
+        "  patch: '[{op: add, path: /data/x, value: y}]'\n"
+    )
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    with pytest.raises(ConfigError, match=r"kustomization.yaml: patch target: invalid label"):
+        kustomize.build(tmp_path)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import copy
+import http.server
 import json
+import threading
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import yaml
@@ -800,35 +802,39 @@ def test_python_kubernetes_client_sends_owner_as_basic_auth(owner: Owner, tmp_pa
     """The client kubernetes.core uses reads the file and authenticates as the owner."""
     kubernetes = pytest.importorskip("kubernetes")
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(proxy_kubeconfig(owner, port=43210, password="s3cret")))
-
-    api = kubernetes.config.new_client_from_config(config_file=str(path))
-    assert api.configuration.host == f"http://{encode_owner(owner)}:s3cret@localhost:43210"
-    assert api.configuration.verify_ssl is False
-
     sent: dict[str, Any] = {}
 
-    class Response:
-        status = 200
-        reason = "OK"
-        data = b'{"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {}, "items": []}'
-        headers: ClassVar[dict[str, str]] = {"content-type": "application/json"}
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            sent.update(path=self.path, headers=dict(self.headers.items()))
+            body = b'{"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {}, "items": []}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
-        def getheaders(self) -> dict[str, str]:
-            return self.headers
+        def log_message(self, *args: Any) -> None:
+            pass
 
-        def getheader(self, name: str, default: str | None = None) -> str | None:
-            return self.headers.get(name, default)
+    # A loopback server in place of the proxy: it sees what the client sends.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    path.write_text(yaml.safe_dump(proxy_kubeconfig(owner, port=port, password="s3cret")))
 
-    class PoolManager:
-        def request(self, method: str, url: str, **kwargs: Any) -> Response:
-            sent.update(method=method, url=url, headers=kwargs.get("headers") or {})
-            return Response()
+    try:
+        api = kubernetes.config.new_client_from_config(config_file=str(path))
+        assert api.configuration.host == f"http://{encode_owner(owner)}:s3cret@localhost:{port}"
+        assert api.configuration.verify_ssl is False
+        kubernetes.client.CoreV1Api(api).list_namespaced_config_map("ns")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
-    api.rest_client.pool_manager = PoolManager()  # no network: capture the request
-    kubernetes.client.CoreV1Api(api).list_namespaced_config_map("ns")
-
-    assert sent["url"].endswith("@localhost:43210/api/v1/namespaces/ns/configmaps")
+    assert sent["path"] == "/api/v1/namespaces/ns/configmaps"
     headers = {key.lower(): value for key, value in sent["headers"].items()}
     assert owner_from_basic_auth(headers["authorization"]) == owner
     scheme, credentials = headers["authorization"].split()

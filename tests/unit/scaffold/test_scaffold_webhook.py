@@ -95,6 +95,13 @@ def test_every_webhook_gets_a_role_an_entry_and_its_wiring(
         in (demo / "Dockerfile").read_text()
     )
 
+    scenario = demo / "molecule/memcached-webhooks"
+    assert sorted(p.name for p in scenario.iterdir()) == ["molecule.yml", "vars.yml", "verify.yml"]
+    verify = yaml.safe_load((scenario / "verify.yml").read_text())
+    names = [task["name"] for task in verify[0]["tasks"]]
+    assert any("gets size 1" in name for name in names)
+    assert any("negative size is refused" in name for name in names)
+
     # A second time for the same kind: refused, nothing written.
     assert cli(_create("--defaulting")) == 1
 

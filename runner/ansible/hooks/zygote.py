@@ -1,73 +1,57 @@
-"""The zygote: a warm process that forks one `ansible-playbook` per run.
+"""The `zygote` hook: a warm ansible-playbook forked per run, its ansible-core side.
 
-Started by the fast backend (`fast.py`) as `python -m runner.ansible.zygote --fd N --store
-DIR` (DIR: its private directory, for the payload store; the backend removes it), one
-per operator (per distinct run environment, see `fastwire.zygote_key`). It imports and
-warms up what every run needs once — ansible-core's CLI, executor and plugin loaders with
-their documentation-derived configuration, the collection finder, `kubernetes` and the
-module_utils of the allow-listed collections — then waits on the control socket `N`:
+The fast backend's zygote process (`runner/ansible/fastbackend/zygote.py`) imports and
+warms once what every run needs, then forks one `ansible-playbook` per run. What that
+takes from ansible-core's internals is here, in one place with the other hooks:
 
-    operator -> zygote   {"op": "run", "id", "spec"}  + the run's terminal (SCM_RIGHTS)
-                         {"op": "cancel", "id"}
-    zygote -> operator   {"op": "ready", "pid", "seconds", "errors", "left_out"}
-                         {"op": "started", "id", "pid"} | {"op": "failed", "id", "error"}
-                         {"op": "exited", "id", "status"}   (a waitpid status)
+- `warm_up()`: ansible-core's CLI, executor and plugin loaders with their
+  documentation-derived configuration, the collection finder, `kubernetes` and the
+  module_utils of the allow-listed collections imported and resolved; the vars plugin
+  loader primed the way ansible-core primes it;
+- `install_hooks()`: the other hooks installed into the warm process, each only when it
+  was tested with the running ansible-core (`runner.ansible.hooks.enabled`);
+- `remember_settings()` and `enter_run()`: in the forked child, the state that depends
+  on the environment or on the output being a terminal brought up to date — the ansible
+  constants whose variables differ from the zygote's (the roles path, the fact cache), a
+  fresh local temp directory, the colour decision, the display's width and dedup sets,
+  the job-event context of `awx_display`, the vars plugin loader as a new process has it;
+- `playbook()`: `PlaybookCLI.cli_executor(argv)`, what the `ansible-playbook` script runs.
 
-`spec` is the run's `command` artifact, written by the backend as ansible-runner writes
-it: `{"command", "cwd", "env"}`. The child of a run does what ansible-runner's pexpect
-spawn and the `ansible-playbook` script would: a new session with the terminal as its
-controlling tty and stdio, SIGHUP ignored, the run's exact environment and working
-directory, then `PlaybookCLI.cli_executor(argv)` — so `awx_display` writes the job events
-and the backend reads them from the terminal exactly as ansible-runner does.
-
-Between the warm-up and a run, state that depends on the environment or on the output
-being a terminal is brought up to date in the child: the ansible constants whose
-variables differ from the zygote's (the roles path, the fact cache), a fresh local temp
-directory, the colour decision, the display's width and dedup sets, and the job-event
-context of `awx_display`. Nothing of one run reaches another: each is a fresh fork.
-
-The zygote itself stays single-threaded (it forks), reaps its children, kills a run's
-process group on cancel, and exits — killing every run — when the operator closes the
-socket or dies (it asks the kernel for SIGTERM on its parent's death).
+The spots these touch are listed under `zygote` in `runner.ansible.hooks.HOOKS`.
 """
 
 from __future__ import annotations
 
-import argparse
-import atexit
 import contextlib
-import ctypes
-import errno
-import fcntl
-import gc
 import importlib
 import io
-import json
 import os
-import selectors
-import shutil
-import signal
-import socket
 import sys
-import tempfile
-import termios
-import time
-import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from runner.ansible import fastwire, hooks
+from runner.ansible import hooks
 from runner.ansible.hooks import direct, inline, kubemodules, modexec, payloads
 
-__all__ = ["main", "warm_up"]
+__all__ = [
+    "PROFILE_ENV",
+    "WARM_ACTIONS",
+    "WARM_COLLECTIONS",
+    "WARM_IMPORTS",
+    "WARM_MODULES",
+    "enter_run",
+    "install_hooks",
+    "playbook",
+    "quiet",
+    "remember_settings",
+    "warm_up",
+]
 
 PROFILE_ENV = "ANSIBLE_OPERATOR_ZYGOTE_PROFILE"
 """A directory: each run writes a cProfile of its ansible-playbook there (diagnostics;
 its tasks and in-process modules are in it)."""
-_PR_SET_PDEATHSIG = 1
-_KILL_TIMEOUT = 5.0
 
 WARM_ACTIONS = (
     "ansible.builtin.normal",
@@ -128,51 +112,19 @@ WARM_COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
 """Collections whose `module_utils` are imported before any run."""
 
 _settings_by_variable: dict[str, list[str]] = {}
-"""Environment variable -> the ansible settings it feeds (see `_remember_settings`)."""
+"""Environment variable -> the ansible settings it feeds (see `remember_settings`)."""
+
 _local_tmp_base: str | None = None
 """Where each run's `DEFAULT_LOCAL_TMP` is made, when no per-run variable decides it."""
+
 _event_modules: list[Any] = []
 """The loaded `awx_display` callback modules, whose event context each run renews."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runner.ansible.zygote")
-    parser.add_argument("--fd", type=int, required=True, help="the control socket")
-    parser.add_argument("--store", required=True, help="a private directory, removed at the end")
-    parser.add_argument("--discover-url", help="the API to discover while warming up")
-    parser.add_argument(
-        "--discover-kind", action="append", default=[], help="<apiVersion>:<kind> to look up"
-    )
-    args = parser.parse_args(argv)
-    # The proxy's credential: runs forked from here must not inherit it.
-    authorization = os.environ.pop(fastwire.DISCOVER_AUTHORIZATION_ENV, "")
-    discovery = fastwire.Discovery.from_argv(
-        args.discover_url, args.discover_kind, authorization=authorization
-    )
-    # The store goes with the zygote however it ends (the operator killed with -9 sends it
-    # SIGTERM through the parent-death signal); forked runs leave through os._exit.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # until serve() takes over
-    try:
-        return _warm_and_serve(socket.socket(fileno=args.fd), args.store, discovery)
-    finally:
-        shutil.rmtree(args.store, ignore_errors=True)
-
-
-def _warm_and_serve(
-    control: socket.socket, store: str, discovery: fastwire.Discovery | None
-) -> int:
-    _die_with_parent(signal.SIGTERM)
-    # `-m` put the start directory first; a new interpreter has only the rest.
-    base_path = list(sys.path[1:])
-    scratch = tempfile.mkdtemp(prefix="warm-up-", dir=store)
-    os.chdir(scratch)  # no ansible.cfg here, as in a run's empty project directory
-    started = time.monotonic()
-    # awx_display makes its event context when loaded: give it somewhere to write.
-    os.environ["AWX_ISOLATED_DATA_DIR"] = scratch
-    with _quiet():  # warnings of plugins that do not load are in `errors`
-        errors = warm_up()
-    _remember_settings()
-    del os.environ["AWX_ISOLATED_DATA_DIR"]
+def install_hooks(*, store: str, base_path: list[str]) -> list[str]:
+    """Install the run-time hooks into this (warm) process: each one tested with the
+    running ansible-core, in the order they build on each other. Returns why each hook
+    left out is (empty when all are in)."""
     warm_modules = _module_paths(WARM_MODULES)
     warm_paths, warm_fqns = [path for path, _ in warm_modules], [fqn for _, fqn in warm_modules]
     left_out = []
@@ -186,25 +138,7 @@ def _warm_and_serve(
         reason = _install_hook(name, install)
         if reason is not None:
             left_out.append(reason)
-    if discovery is not None and hooks.enabled("kubemodules"):
-        errors += kubemodules.discover(
-            discovery.url, discovery.kinds, authorization=discovery.authorization
-        )
-    os.chdir("/")
-    shutil.rmtree(scratch, ignore_errors=True)
-    gc.collect()
-    gc.freeze()  # the warm heap stays shared with the children (copy-on-write)
-    zygote = _Zygote(control, base_path=base_path)
-    zygote.send(
-        {
-            "op": "ready",
-            "pid": os.getpid(),
-            "seconds": round(time.monotonic() - started, 3),
-            "errors": errors,
-            "left_out": left_out,
-        }
-    )
-    return zygote.serve()
+    return left_out
 
 
 def _both(first: Callable[[], None], then: Callable[[], None]) -> None:
@@ -253,7 +187,7 @@ def warm_up() -> list[str]:
     ):
         attempt(plugins.package, lambda plugins=plugins: list(plugins.all(class_only=True)))  # type: ignore[misc]
     # Vars plugins as a run finds them (ansible-core's own priming: the legacy ones, then
-    # the enabled ones such as `host_group_vars`); each run primes again (`_enter`).
+    # the enabled ones such as `host_group_vars`); each run primes again (`enter_run`).
     attempt("vars plugins", _prime_vars_plugins)
     attempt("strategy linear", lambda: loader.strategy_loader.get("linear", class_only=True))
     for name in WARM_ACTIONS:
@@ -266,7 +200,7 @@ def warm_up() -> list[str]:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """stdout and stderr to /dev/null (the fds: Ansible's display writes to them)."""
     saved = [os.dup(1), os.dup(2)]
     null = os.open(os.devnull, os.O_WRONLY)
@@ -326,196 +260,7 @@ def _import_module_utils(collection: str) -> list[str]:
     return errors
 
 
-class _Zygote:
-    """The serving loop: fork runs, forward cancels, report exits."""
-
-    def __init__(self, control: socket.socket, *, base_path: list[str]) -> None:
-        self._control = control
-        self._base_path = base_path
-        self._children: dict[int, str] = {}  # pid -> run id
-        self._wakeup_read, self._wakeup_write = os.pipe()
-        self._stopping = False
-
-    def send(self, message: Mapping[str, Any]) -> None:
-        try:
-            self._control.send(fastwire.encode(message))
-        except OSError:
-            self._stopping = True  # the operator is gone
-
-    def serve(self) -> int:
-        for fd in (self._wakeup_read, self._wakeup_write):
-            os.set_blocking(fd, False)
-        signal.set_wakeup_fd(self._wakeup_write)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, self._on_term)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the operator's Ctrl-C is the operator's
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._control, selectors.EVENT_READ)
-            selector.register(self._wakeup_read, selectors.EVENT_READ)
-            while not self._stopping:
-                for key, _ in selector.select(timeout=1.0):
-                    if key.fd == self._wakeup_read:
-                        self._drain_wakeups()
-                    else:
-                        self._receive()
-                self._reap()
-        self._kill_all()
-        return 0
-
-    def _on_term(self, *_: object) -> None:
-        self._stopping = True
-
-    def _drain_wakeups(self) -> None:
-        try:
-            while os.read(self._wakeup_read, 512):
-                pass
-        except BlockingIOError:
-            pass
-
-    def _receive(self) -> None:
-        try:
-            data, fds, _, _ = socket.recv_fds(self._control, fastwire.MAX_MESSAGE, 4)
-        except InterruptedError:
-            return
-        except OSError:
-            data, fds = b"", []
-        if not data:
-            for fd in fds:
-                os.close(fd)
-            self._stopping = True
-            return
-        try:
-            message = fastwire.decode(data)
-        except ValueError as exc:
-            for fd in fds:
-                os.close(fd)
-            print(f"zygote: bad control message: {exc}", file=sys.stderr)
-            return
-        if message.get("op") == "run":
-            self._start(message, fds)
-        elif message.get("op") == "cancel":
-            for fd in fds:
-                os.close(fd)
-            self._cancel(str(message.get("id")))
-
-    def _start(self, message: Mapping[str, Any], fds: list[int]) -> None:
-        run_id = str(message.get("id"))
-        if len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
-            self.send({"op": "failed", "id": run_id, "error": "a run needs one terminal"})
-            return
-        (tty,) = fds
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            os.close(tty)
-            self.send({"op": "failed", "id": run_id, "error": f"cannot fork: {exc}"})
-            return
-        if pid == 0:  # pragma: no cover - the child ends in os._exit
-            try:
-                signal.set_wakeup_fd(-1)
-                _run_child(str(message.get("spec")), tty, base_path=self._base_path)
-            finally:
-                os._exit(1)
-        os.close(tty)
-        self._children[pid] = run_id
-        self.send({"op": "started", "id": run_id, "pid": pid})
-
-    def _cancel(self, run_id: str) -> None:
-        for pid, child_id in self._children.items():
-            if child_id == run_id:
-                _kill_group(pid)
-
-    def _reap(self) -> None:
-        while self._children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            run_id = self._children.pop(pid, None)
-            if run_id is not None:
-                self.send({"op": "exited", "id": run_id, "status": status})
-
-    def _kill_all(self) -> None:
-        for pid in list(self._children):
-            _kill_group(pid)
-        deadline = time.monotonic() + _KILL_TIMEOUT
-        while self._children and time.monotonic() < deadline:
-            self._reap()
-            time.sleep(0.01)
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the run's process group, as ansible-runner's `handle_termination` does."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _die_with_parent(signum: int) -> None:
-    """Ask Linux to send `signum` when the parent process exits (best effort)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-# -- the child of one run ---------------------------------------------------------------
-
-
-def _run_child(spec_path: str, tty: int, *, base_path: list[str]) -> NoReturn:  # pragma: no cover
-    _terminal(tty)
-    if not modexec.sources_unchanged():
-        os._exit(fastwire.STALE_EXIT)  # a collection was edited: the warm imports are old
-    code = 1
-    try:
-        with open(spec_path, encoding="utf-8") as handle:
-            spec = json.load(handle)
-        program = str(Path(sys.executable).parent / "ansible-playbook")
-        argv = fastwire.playbook_argv(spec["command"], program=program)
-        # The zygote's exit handlers are the zygote's; the run's own (its local temp
-        # directory's removal, registered as `_enter` makes it) run at its end.
-        atexit._clear()
-        _enter(spec["env"], spec["cwd"])
-        sys.argv = argv
-        sys.path[:] = [os.path.dirname(program), *base_path]
-        code = _playbook(argv)
-    except BaseException:
-        traceback.print_exc()
-    try:
-        atexit._run_exitfuncs()
-    except BaseException:
-        traceback.print_exc()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(BaseException):
-            stream.flush()
-    os._exit(code & 0xFF)
-
-
-def _terminal(tty: int) -> None:
-    """What `pty.fork()` and pexpect's `ignore_sighup` give ansible-playbook."""
-    os.setsid()
-    with contextlib.suppress(OSError):
-        fcntl.ioctl(tty, termios.TIOCSCTTY, 0)
-    for target in (0, 1, 2):
-        os.dup2(tty, target)
-    os.closerange(3, min(os.sysconf("SC_OPEN_MAX"), 65536))
-    for name in ("SIGTERM", "SIGCHLD", "SIGINT", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2"):
-        signal.signal(getattr(signal, name), signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    _die_with_parent(signal.SIGKILL)
-
-
-def _enter(env: Mapping[str, str], cwd: str) -> None:
+def enter_run(env: Mapping[str, str], cwd: str) -> None:
     """The run's environment, directory, and the warm state that depends on them."""
     from ansible import constants
     from ansible.utils.display import Display, _synchronize_textiowrapper
@@ -551,7 +296,7 @@ def _refresh_constants(constants: Any, changed: Iterable[str]) -> None:
 
     `DEFAULT_LOCAL_TMP` is created when it is computed: each run gets its own, removed at
     its exit, as each ansible-playbook process does. (Which settings each variable feeds,
-    and the directory the temp dir goes in, were worked out once by `_remember_settings`.)
+    and the directory the temp dir goes in, were worked out once by `remember_settings`.)
     """
     from ansible.config.manager import ensure_type
 
@@ -566,8 +311,9 @@ def _refresh_constants(constants: Any, changed: Iterable[str]) -> None:
         constants.set_constant("DEFAULT_LOCAL_TMP", ensure_type(_local_tmp_base, "tmppath"))
 
 
-def _remember_settings() -> None:
-    """What `_refresh_constants` and `_fresh_event_context` need, computed in the zygote."""
+def remember_settings(per_run_env: Collection[str]) -> None:
+    """What `_refresh_constants` and `_fresh_event_context` need, computed in the zygote;
+    `per_run_env`: the variables that differ between its runs."""
     from ansible import constants
 
     config = constants.config
@@ -583,7 +329,7 @@ def _remember_settings() -> None:
     feeding = {
         name for name, settings in _settings_by_variable.items() if "DEFAULT_LOCAL_TMP" in settings
     }
-    if not feeding & fastwire.PER_RUN_ENV and isinstance(constants.DEFAULT_LOCAL_TMP, str):
+    if feeding.isdisjoint(per_run_env) and isinstance(constants.DEFAULT_LOCAL_TMP, str):
         _local_tmp_base = os.path.dirname(constants.DEFAULT_LOCAL_TMP)
     _event_modules[:] = [
         module
@@ -638,7 +384,7 @@ def _fresh_vars_plugins() -> None:
     vars_loader._paths = None
 
 
-def _playbook(argv: list[str]) -> int:
+def playbook(argv: list[str]) -> int:
     from ansible.cli.playbook import PlaybookCLI
 
     profile_dir = os.environ.get(PROFILE_ENV)
@@ -661,12 +407,3 @@ def _playbook(argv: list[str]) -> int:
         print(exc.code, file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    try:
-        sys.exit(main())
-    except OSError as exc:
-        if exc.errno != errno.EPIPE:
-            raise
-        sys.exit(0)
