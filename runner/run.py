@@ -48,11 +48,11 @@ from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
+from runner.settings import Settings
 from runner.sharding.membership import member_lease
 from runner.sharding.metrics import ShardMetrics
 from runner.sharding.ring import shard_label
 from runner.sharding.sharder import Sharder
-from runner.settings import Settings
 from runner.structs import GVK, NamespacedName, bodies
 from runner.webhookserver import runtime as webhook_runtime
 

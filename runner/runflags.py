@@ -23,8 +23,6 @@ from runner.engine.leader import LeaderSettings
 from runner.errors import ConfigError
 from runner.observability.logging import level_from_flag
 from runner.observability.serving import parse_bind_address
-from runner.sharding.membership import RingSettings
-from runner.sharding.ring import check_ring_name, new_member
 from runner.settings import (
     LoggingSettings,
     Settings,
@@ -32,6 +30,8 @@ from runner.settings import (
     duration,
     watch_namespaces,
 )
+from runner.sharding.membership import RingSettings
+from runner.sharding.ring import check_ring_name, new_member
 from runner.webhookserver import runtime as webhook_runtime
 
 __all__ = [

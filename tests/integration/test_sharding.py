@@ -7,7 +7,7 @@ finalized while they move are finalized once; the ring shrinks to one replica, w
 ends up with every key. Throughout, the replicas' run records prove that no CR ever had
 two runs in flight at once on different replicas.
 
-`ANSIBLE_OPERATOR_SHARDING_CRS` sets how many CRs (300 by default, so that `make test`
+`ANSIBLE_OPERATOR_SHARDING_CRS` sets how many CRs (150 by default, so that `make test`
 stays short on two shared cores; the issue's 3,000 run the same test with it set).
 """
 
@@ -37,7 +37,7 @@ KIND = "Piece"
 FINAL = "Final"
 RING = "sharding-test"
 LABEL = shard_label(RING)
-COUNT = int(os.environ.get("ANSIBLE_OPERATOR_SHARDING_CRS", "300"))
+COUNT = int(os.environ.get("ANSIBLE_OPERATOR_SHARDING_CRS", "150"))
 FINALIZING = 16
 LEASE = 10.0
 
