@@ -57,13 +57,25 @@ class Proxy:
 async def start_proxy(kube: KubeClient) -> AsyncIterator[Callable[..., Any]]:
     started: list[tuple[ProxyServer, InformerCache]] = []
 
-    async def start() -> Proxy:
-        cache = InformerCache(kube, namespaces=None)
+    async def start(
+        *, namespaces: list[str] | None = None, watch_cluster_scoped: bool = False
+    ) -> Proxy:
+        cache = InformerCache(kube, namespaces=namespaces)
         enqueued: list[tuple[GVK, NamespacedName]] = []
         dependents = DependentWatches(cache, enqueue=lambda gvk, key: enqueued.append((gvk, key)))
-        watch = Watch(gvk=MEMCACHED, role=Path("/unused"), blacklist=(SECRET,))
+        watch = Watch(
+            gvk=MEMCACHED,
+            role=Path("/unused"),
+            blacklist=(SECRET,),
+            watch_cluster_scoped_resources=watch_cluster_scoped,
+        )
         server = ProxyServer(
-            kube, watches=[watch], namespaces=None, cache=cache, dependents=dependents, port=0
+            kube,
+            watches=[watch],
+            namespaces=namespaces,
+            cache=cache,
+            dependents=dependents,
+            port=0,
         )
         started.append((server, cache))
         port = await server.start()
@@ -271,6 +283,59 @@ async def test_cross_namespace_create_gets_annotations(
         await wait_until(lambda: (MEMCACHED, owner.key) in proxy.enqueued, message="owner enqueued")
     finally:
         core.delete_namespace(other)
+
+
+PRIORITY_CLASS = GVK("scheduling.k8s.io", "v1", "PriorityClass")
+
+
+@pytest.mark.parametrize(
+    ("watch_namespace", "watch_cluster_scoped", "watched"),
+    [
+        pytest.param(True, True, False, id="under-WATCH_NAMESPACE"),
+        pytest.param(False, True, True, id="all-namespaces-watchClusterScopedResources"),
+        pytest.param(False, False, False, id="all-namespaces"),
+    ],
+)
+async def test_a_cluster_scoped_dependent_of_a_namespaced_cr_gets_annotations(
+    start_proxy: Callable[..., Any],
+    owner: Owner,
+    namespace: str,
+    kube: KubeClient,
+    watch_namespace: bool,
+    watch_cluster_scoped: bool,
+    watched: bool,
+) -> None:
+    """As the Go operator's proxy: an ownerReference cannot cross scopes, so the object
+    gets the primary-resource annotations, whatever the operator watches. It is watched
+    as a dependent only with watchClusterScopedResources, and never by an operator
+    limited to namespaces (its cache cannot list a cluster-scoped kind)."""
+    proxy = await start_proxy(
+        namespaces=[namespace] if watch_namespace else None,
+        watch_cluster_scoped=watch_cluster_scoped,
+    )
+    name = f"t-proxy-{uuid.uuid4().hex[:8]}"
+    body = {
+        "apiVersion": PRIORITY_CLASS.api_version,
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": 7,
+    }
+    try:
+        status, _, created = await request(
+            "POST",
+            f"{proxy.url}/apis/scheduling.k8s.io/v1/priorityclasses",
+            headers=proxy.auth(owner),
+            body=body,
+        )
+        assert status == 201, created
+        assert "ownerReferences" not in created["metadata"]
+        annotations = created["metadata"]["annotations"]
+        assert annotations[PRIMARY_RESOURCE_ANNOTATION] == f"{namespace}/owner"
+        assert annotations[PRIMARY_RESOURCE_TYPE_ANNOTATION] == "Memcached.cache.example.com"
+        assert proxy.server.stats.injected == 1
+        assert proxy.dependents.watching(PRIORITY_CLASS, MEMCACHED) is watched
+    finally:
+        await kube.delete(PRIORITY_CLASS, name=name, namespace="")
 
 
 async def test_reads_of_watched_kinds_come_from_the_cache(
