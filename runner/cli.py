@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     packaging_commands.add_commands(sub)
     olm_commands.add_commands(sub)
     history_commands.add_commands(sub)
+    from runner.sharding import status as sharding_commands
+
+    sharding_commands.add_commands(sub)
     from runner import varscmd
 
     varscmd.add_commands(sub)

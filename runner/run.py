@@ -26,6 +26,7 @@ from runner.ansible.inputs import runner_dir
 from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
 from runner.ansible.runnerbackend import RunnerBackend
 from runner.collections_path import bundled_collections_path
+from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector
 from runner.engine.manager import Manager
 from runner.engine.reconciler import RunSettings
@@ -48,6 +49,10 @@ from runner.proxy.dependents import DependentWatches
 from runner.proxy.owner import KUBECTL_ENV, Owner, proxy_server
 from runner.proxy.server import ProxyServer
 from runner.settings import Settings
+from runner.sharding.membership import member_lease
+from runner.sharding.metrics import ShardMetrics
+from runner.sharding.ring import shard_label
+from runner.sharding.sharder import Sharder
 from runner.structs import GVK, NamespacedName, bodies
 from runner.webhookserver import runtime as webhook_runtime
 
@@ -185,6 +190,9 @@ async def _serve(
     environ = os.environ
     namespaces = settings.watch_namespaces
     leadership = settings.leader
+    ring = settings.sharding
+    if ring is not None:
+        log.info("joining the sharding ring %s/%s as %s", ring.namespace, ring.ring, ring.member)
     kubeconfig = settings.kubeconfig
     async with contextlib.AsyncExitStack() as stack:
         own_dir = await _own_run_directory(settings, environ)
@@ -206,7 +214,12 @@ async def _serve(
             except OSError as err:
                 log.warning("osdk_metric endpoint disabled: cannot listen: %s", err)
 
-        cache = InformerCache(client, namespaces=namespaces)
+        own_shard = (shard_label(ring.ring), ring.member) if ring is not None else None
+        cache = InformerCache(
+            client,
+            namespaces=namespaces,
+            label_selector=f"{own_shard[0]}={own_shard[1]}" if own_shard else None,
+        )
         stack.push_async_callback(cache.close)
         manager: Manager | None = None
 
@@ -222,6 +235,7 @@ async def _serve(
             dependents=DependentWatches(cache, enqueue=enqueue),
             inject_owner_ref=settings.inject_owner_ref,
             port=settings.proxy_port,
+            shard_label=own_shard,
         )
         port = await proxy.start()
         stack.push_async_callback(proxy.stop)
@@ -247,7 +261,7 @@ async def _serve(
                     authorization=proxy.authorization(),
                 ),
             )
-        await stack.enter_async_context(
+        webhook_server = await stack.enter_async_context(
             webhook_runtime.running(
                 webhooks,
                 settings.webhooks,
@@ -281,9 +295,24 @@ async def _serve(
             graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
             metrics=metrics,
             events=EventRecorder(client),
-            leader=LeaderElector(client, leadership) if leadership else None,
+            leader=(
+                member_lease(client, ring)
+                if ring is not None
+                else LeaderElector(client, leadership)
+                if leadership
+                else None
+            ),
         )
-        share_informers(manager, cache)
+        sharder: Sharder | None = None
+        if ring is not None:
+            sharder = Sharder(
+                client=client,
+                settings=ring,
+                namespaces=namespaces,
+                metrics=ShardMetrics(metrics.registry),
+                cache=cache,
+            )
+        share_informers(manager, cache, sharder)
         if settings.reload:
             reloader = Reloader(
                 manager,
@@ -297,7 +326,9 @@ async def _serve(
             reloader.start()
             stack.push_async_callback(reloader.stop)
         if settings.health_address is not None:
-            health = HealthServer(settings.health_address, ready=lambda: _ready(manager, backend))
+            health = HealthServer(
+                settings.health_address, ready=lambda: _ready(manager, backend, webhook_server)
+            )
             await health.start()
             stack.push_async_callback(health.stop)
         if settings.metrics_address is not None:
@@ -314,14 +345,32 @@ async def _serve(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+        if sharder is not None:
+            sharding = asyncio.create_task(_shard_while_member(sharder, manager, stop))
+            stack.push_async_callback(_cancelled, sharding)
         return await manager.run(stop)
     return 0  # not reached: the stack's body returns
 
 
-def share_informers(manager: Manager, cache: InformerCache) -> None:
+async def _shard_while_member(sharder: Sharder, manager: Manager, stop: asyncio.Event) -> None:
+    """Claim and hand off keys once the controllers run (the member's Lease is held), until
+    the stop: a stopping replica takes no new keys."""
+    while not manager.ready()[0] and not stop.is_set():
+        await asyncio.sleep(0.2)
+    await sharder.run(stop)
+
+
+def share_informers(manager: Manager, cache: InformerCache, sharder: Sharder | None = None) -> None:
     """The proxy's cache serves each primary kind from its controller's informer, from the
-    controller's start until a live reload stops it."""
-    manager.on_controller = lambda controller: cache.adopt(controller.informer)
+    controller's start until a live reload stops it (sharded: narrowed to this replica's
+    share first)."""
+
+    def on_controller(controller: Controller) -> None:
+        if sharder is not None:
+            sharder.attach(controller)
+        cache.adopt(controller.informer)
+
+    manager.on_controller = on_controller
     manager.on_controller_stopped = lambda controller: cache.release(controller.informer)
 
 
@@ -351,9 +400,16 @@ def _backend_choice(requested: str) -> tuple[type[RunnerBackend | FastBackend], 
     return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
-def _ready(manager: Manager, backend: RunnerBackend | FastBackend) -> tuple[bool, str]:
-    """/readyz: the manager's answer, and not while the fast backend warms up."""
+def _ready(
+    manager: Manager,
+    backend: RunnerBackend | FastBackend,
+    webhooks: webhook_runtime.WebhookServer | None = None,
+) -> tuple[bool, str]:
+    """/readyz: the manager's answer, and not while the fast backend (the reconciles' or
+    the webhooks') warms up."""
     ready, reason = manager.ready()
     if ready and isinstance(backend, FastBackend) and backend.warming():
         return False, "the Ansible backend is warming up"
+    if ready and webhooks is not None and webhooks.warming():
+        return False, "the webhooks' Ansible backend is warming up"
     return ready, reason

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from runner.settings import (
     duration,
     watch_namespaces,
 )
+from runner.sharding.membership import RingSettings
+from runner.sharding.ring import check_ring_name, new_member
 from runner.webhookserver import runtime as webhook_runtime
 
 __all__ = [
@@ -324,6 +327,32 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         serving.add_argument(
             flag, default=default, type=go_duration, metavar="DURATION", help=meaning
         )
+    _add_bool(
+        serving,
+        "--sharding",
+        default=False,
+        help="spread CRs over all replicas (one Lease each) instead of electing a leader",
+    )
+    serving.add_argument(
+        "--sharding-ring",
+        default="",
+        metavar="NAME",
+        help="the ring's name (default: $OPERATOR_NAME, else from the directory)",
+    )
+    serving.add_argument(
+        "--sharding-namespace",
+        default="",
+        metavar="NAMESPACE",
+        help="namespace of the ring's Leases (default: the pod's namespace)",
+    )
+    for flag, default, meaning in (
+        ("--sharding-lease-duration", "15s", "how long before a silent replica's CRs move"),
+        ("--sharding-renew-deadline", "10s", "how long a replica tries to renew its Lease"),
+        ("--sharding-retry-period", "2s", "pause between renewals and member checks"),
+    ):
+        serving.add_argument(
+            flag, default=default, type=go_duration, metavar="DURATION", help=meaning
+        )
     serving.add_argument(
         "--leader-elect-resource-lock",
         default="leases",
@@ -395,6 +424,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
     user_metrics = parse_bind_address("--user-metrics-bind-address", args.user_metrics_bind_address)
     namespaces = watch_namespaces(environ)
     leader = leader_settings(args, environ, namespaces)
+    sharding = sharding_settings(args, environ, namespaces)
     webhooks = webhook_runtime.settings_from(args, environ)
     return Settings(
         watches_file=args.watches_file,
@@ -420,7 +450,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         user_metrics_address=user_metrics,
         health_address=health,
         enable_http2=args.enable_http2,
-        leader=leader,
+        leader=None if sharding is not None else leader,
+        sharding=sharding,
         graceful_shutdown_timeout=graceful,
         webhooks=webhooks,
         logging=LoggingSettings(
@@ -465,3 +496,47 @@ def leader_settings(
     )
     check_leader_durations(settings)
     return settings
+
+
+def sharding_settings(
+    args: argparse.Namespace, environ: Mapping[str, str], namespaces: Sequence[str] | None
+) -> RingSettings | None:
+    """The ring this replica joins, or None without `--sharding` (which, given with
+    `--leader-elect`, replaces the election: every replica works on its share)."""
+    if not args.sharding:
+        return None
+    ring = args.sharding_ring or environ.get("OPERATOR_NAME", "")
+    if not ring:
+        ring = re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-")[:50] or "operator"
+    problem = check_ring_name(ring)
+    if problem is not None:
+        raise ConfigError(f"--sharding-ring: {problem}")
+    namespace = args.sharding_namespace or environ.get("POD_NAMESPACE", "")
+    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
+        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
+    if not namespace and namespaces:
+        namespace = namespaces[0]
+    if not namespace:
+        raise ConfigError(
+            "--sharding: no namespace for the ring's Leases; outside a pod pass "
+            "--sharding-namespace (or set WATCH_NAMESPACE)"
+        )
+    lease = LeaderSettings(
+        name=ring,
+        namespace=namespace,
+        lease_duration=duration("--sharding-lease-duration", args.sharding_lease_duration),
+        renew_deadline=duration("--sharding-renew-deadline", args.sharding_renew_deadline),
+        retry_period=duration("--sharding-retry-period", args.sharding_retry_period),
+    )
+    try:
+        check_leader_durations(lease)
+    except ConfigError as err:
+        raise ConfigError(str(err).replace("--leader-elect-", "--sharding-")) from None
+    return RingSettings(
+        ring=ring,
+        namespace=namespace,
+        member=new_member(environ.get("POD_NAME") or socket.gethostname()),
+        lease_duration=lease.lease_duration,
+        renew_deadline=lease.renew_deadline,
+        retry_period=lease.retry_period,
+    )

@@ -16,6 +16,7 @@ from runner.ansible.backend import LogEvents
 from runner.durations import parse_duration
 from runner.engine.leader import LeaderSettings
 from runner.errors import ConfigError
+from runner.sharding.membership import RingSettings
 from runner.webhookserver.runtime import WebhookSettings
 
 __all__ = [
@@ -73,6 +74,7 @@ class Settings:
     health_address: Address | None
     enable_http2: bool
     leader: LeaderSettings | None
+    sharding: RingSettings | None
     graceful_shutdown_timeout: float
     webhooks: WebhookSettings
     logging: LoggingSettings

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
@@ -74,6 +74,9 @@ class Controller:
         self._tasks: list[asyncio.Task[None]] = []
         self.active = 0
         self.reconciles = 0
+        self.admit: Callable[[NamespacedName], bool] = lambda _key: True
+        """Asked right before each reconcile; False skips the key without forgetting or
+        requeueing it (sharding: the key is being handed over to another replica)."""
 
     def _on_event(self, event: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
         if self._operator_metrics is not None:
@@ -107,13 +110,17 @@ class Controller:
             try:
                 await self.gate.wait()
                 if self._global_limit is None:
-                    outcome = await self._reconcile(key)
+                    outcome = await self._admitted(key)
                 else:
                     async with self._global_limit:
-                        outcome = await self._reconcile(key)
-                self._apply(key, outcome)
+                        outcome = await self._admitted(key)
+                if outcome is not None:
+                    self._apply(key, outcome)
             finally:
                 self.queue.done(key)
+
+    async def _admitted(self, key: NamespacedName) -> Outcome | None:
+        return await self._reconcile(key) if self.admit(key) else None
 
     async def _reconcile(self, key: NamespacedName) -> Outcome:
         self.active += 1

@@ -46,6 +46,8 @@ class LeaderSettings:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     identity: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Put on the Lease when it is created (a sharding ring finds its members by them)."""
 
 
 def new_identity() -> str:
@@ -174,7 +176,11 @@ class LeaderElector:
                 {
                     "apiVersion": "coordination.k8s.io/v1",
                     "kind": "Lease",
-                    "metadata": {"name": self._s.name, "namespace": self._s.namespace},
+                    "metadata": {
+                        "name": self._s.name,
+                        "namespace": self._s.namespace,
+                        **({"labels": dict(self._s.labels)} if self._s.labels else {}),
+                    },
                     "spec": self._spec(now, transitions=0, acquired=now),
                 },
             )

@@ -137,6 +137,23 @@ class WorkQueue(Generic[K]):
         """How many rate-limited adds `key` had since it was last forgotten."""
         return self._failures.get(key, 0)
 
+    def set_requeues(self, key: K, failures: int) -> None:
+        """Carry on the back-off of `key` from `failures` (a key handed over by another
+        replica keeps its back-off)."""
+        if failures > 0:
+            self._failures[key] = failures
+
+    def in_flight(self, key: K) -> bool:
+        """Whether `key` is handed out and not yet `done`."""
+        return key in self._processing
+
+    def due_in(self, key: K) -> float | None:
+        """Seconds until the pending `add_after` of `key` fires (None when none waits)."""
+        pending = self._timers.get(key)
+        if pending is None:
+            return None
+        return max(0.0, pending[0] - asyncio.get_running_loop().time())
+
     # -- processing -------------------------------------------------------------------
 
     async def get(self) -> K:

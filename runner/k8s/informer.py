@@ -93,6 +93,15 @@ class Informer:
         replayed: callers that need them read the store)."""
         self._handlers.append(handler)
 
+    @property
+    def label_selector(self) -> str | None:
+        return self._selector
+
+    @label_selector.setter
+    def label_selector(self, selector: str | None) -> None:
+        """Set before `run` (sharding narrows a controller's informer to its shard)."""
+        self._selector = selector
+
     # -- reading ----------------------------------------------------------------------
 
     def get(self, key: NamespacedName) -> dict[str, Any] | None:

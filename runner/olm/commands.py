@@ -170,7 +170,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="the real Operator Lifecycle Manager on the local cluster; bundles through it",
         description="Run OLM (built from Go modules) against the local cluster and install "
         "bundle directories through it, serving them as file-based catalogs with opm on "
-        "loopback ports (no images, no registry).",
+        "loopback ports (no images, no registry), or bundle images from the cluster's "
+        "registry. With --v1: OLM v1 (operator-controller, catalogd), installing bundle "
+        "images through a ClusterCatalog and a ClusterExtension.",
     )
     olm.add_argument(
         "--state-dir",

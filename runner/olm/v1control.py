@@ -145,7 +145,9 @@ def crd_files(cluster: LocalCluster) -> list[Path]:
     return found
 
 
-def _prepare_files(cluster: LocalCluster) -> Files:
+def _prepare_files(cluster: LocalCluster) -> tuple[Files, bool]:
+    """The files both components read; and whether the registries they must know of
+    changed (read once at start: a registry started after them needs a restart)."""
     files = Files(v1_dir(cluster))
     pki = certs.PKI.under(cluster.state_dir / "pki")
     certs.ensure_serving_cert(
@@ -155,8 +157,13 @@ def _prepare_files(cluster: LocalCluster) -> Files:
     shutil.copyfile(pki.ca_cert, files.cas / "cluster-ca.crt")
     local = registry.info(cluster)
     insecure = [local.address] if local is not None and not local.tls else []
-    files.registries_conf.write_text(v1model.registries_conf(insecure), encoding="utf-8")
-    return files
+    text = v1model.registries_conf(insecure)
+    try:
+        changed = files.registries_conf.read_text(encoding="utf-8") != text
+    except OSError:
+        changed = True
+    files.registries_conf.write_text(text, encoding="utf-8")
+    return files, changed
 
 
 def install(cluster: LocalCluster, *, progress: Progress = print) -> float:
@@ -169,10 +176,13 @@ def install(cluster: LocalCluster, *, progress: Progress = print) -> float:
     components = olm_v1_operators()
     binaries = build.ensure_built(components.values(), root=cluster.cache, progress=progress)
     started = time.monotonic()
-    files = _prepare_files(cluster)
+    files, registries_changed = _prepare_files(cluster)
     asyncio.run(_apply_base(cluster, crd_files(cluster), files, progress))
     ports = load_ports(cluster)
     health = healthy(cluster)
+    if registries_changed and any(health.values()):
+        progress("the cluster's registry changed: restarting OLM v1's components")
+        health = dict.fromkeys(health, False)
     for name in COMPONENTS:
         if health[name]:
             progress(f"{name} already running")

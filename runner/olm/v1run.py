@@ -143,6 +143,13 @@ def _registry_address(cluster: LocalCluster) -> str:
             "OLM v1 installs bundle images: it needs the cluster's registry and a real node "
             f"(`ansible-operator cluster up --registry --real-node`; state {cluster.state_dir})"
         )
+    conf = v1control.Files(v1control.v1_dir(cluster)).registries_conf
+    known = conf.read_text(encoding="utf-8") if conf.is_file() else ""
+    if not found.tls and f'"{found.address}"' not in known:
+        raise ClusterError(
+            f"OLM v1 was started before the registry at {found.address}: run "
+            "`ansible-operator olm install --v1` again (it restarts both components)"
+        )
     return found.address
 
 

@@ -34,9 +34,11 @@ class InformerCache:
         client: KubeClient,
         *,
         namespaces: Sequence[str] | None,
+        label_selector: str | None = None,
     ) -> None:
         self._client = client
         self._namespaces = namespaces
+        self._selector = label_selector  # sharding: only this replica's share
         self._informers: dict[GVK, Informer] = {}
         self._started: dict[GVK, Informer] = {}  # the ones this cache runs itself
         self._handlers: dict[GVK, list[EventHandler]] = {}
@@ -82,7 +84,9 @@ class InformerCache:
             return existing
         if self._closed:
             raise RuntimeError("the informer cache is closed")
-        informer = Informer(self._client, gvk, namespaces=self._namespaces)
+        informer = Informer(
+            self._client, gvk, namespaces=self._namespaces, label_selector=self._selector
+        )
         for handler in self._handlers.get(gvk, ()):
             informer.add_handler(handler)
         self._informers[gvk] = self._started[gvk] = informer

@@ -116,6 +116,7 @@ class ProxyServer:
         allow_remote: bool = False,
         request_timeout: float = REQUEST_TIMEOUT_SECONDS,
         secret: str | None = None,
+        shard_label: tuple[str, str] | None = None,
     ) -> None:
         if not allow_remote and not _is_loopback(host):
             raise ProxyError(
@@ -128,6 +129,10 @@ class ProxyServer:
         self._cache = cache
         self._dependents = dependents
         self._inject = inject_owner_ref
+        # Sharding: the cache holds only this replica's share, so a LIST from it would
+        # miss the others'; and what a run creates is labelled with the shard, so the
+        # dependent watches (narrowed to that label) see it.
+        self._shard_label = shard_label
         self._request_timeout = request_timeout
         self._host = host
         self._requested_port = port
@@ -279,6 +284,8 @@ class ProxyServer:
     def _cacheable(self, info: RequestInfo, resource: APIResource, owner: Owner | None) -> bool:
         if info.verb not in ("get", "list") or info.subresource not in _CACHED_SUBRESOURCES:
             return False
+        if info.verb == "list" and self._shard_label is not None:
+            return False
         if not resource.verbs >= _READABLE:
             return False
         if _gvk(resource) in self._blacklist(owner):
@@ -349,6 +356,10 @@ class ProxyServer:
             return body, None
         namespace = info.namespace if resource.namespaced else ""
         new, injection = inject_owner(obj, owner, namespace=namespace)
+        if self._shard_label is not None and isinstance(new.get("metadata"), dict):
+            key, value = self._shard_label
+            labels = new["metadata"].get("labels")
+            new["metadata"]["labels"] = {**(labels if isinstance(labels, dict) else {}), key: value}
         return json.dumps(new).encode(), injection
 
     def _reregister_answer(

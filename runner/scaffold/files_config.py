@@ -129,6 +129,12 @@ def _manager(project: str) -> str:
         ],
         "env": [
             {"name": "ANSIBLE_GATHERING", "value": "explicit"},
+            # Names a replica and where its Lease lives (leader election, or --sharding).
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {
+                "name": "POD_NAMESPACE",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+            },
             {
                 # Empty (all namespaces) unless OLM installs the operator for some.
                 "name": "WATCH_NAMESPACE",
@@ -184,8 +190,9 @@ def _manager(project: str) -> str:
     }
     return dump_all(
         [namespace, deployment],
-        header="The operator: one replica (more wait as leader-election standbys), non-root,\n"
-        "read-only root file system; the runtime writes only under /tmp (an emptyDir).",
+        header="The operator: one replica (more wait as leader-election standbys; with\n"
+        "--sharding in place of --leader-elect every replica works on a share of the CRs),\n"
+        "non-root, read-only root file system; the runtime writes only under /tmp.",
     )
 
 

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from runner.ansible.backend import LogEvents
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.runnerbackend import RunnerBackend
+from runner.cpulimit import available_cpus
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.webhooks import declarations
@@ -32,6 +32,7 @@ from runner.webhookserver.server import CERT_FILE, CertificateReloader, WebhookS
 __all__ = [
     "BackendChoice",
     "RunOptions",
+    "WebhookServer",
     "WebhookSettings",
     "add_arguments",
     "load",
@@ -108,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--webhook-workers",
         type=int,
-        default=max(2, 2 * (os.cpu_count() or 1)),
+        default=max(2, 2 * available_cpus()),
         metavar="N",
         help="webhook role runs at once, apart from the reconciles' workers",
     )

@@ -304,7 +304,8 @@ async def test_watch_restarts_after_server_timeouts(
     seen = Recorder()
     informer = Informer(kube, MEMCACHED, namespaces=[namespace], on_event=seen, watch_timeout=1)
     async with running(informer):
-        await asyncio.sleep(2.5)  # at least one watch has ended and restarted
+        # The first watch ends after its 1 s server timeout; the informer starts another.
+        await eventually(lambda: watches >= 2, timeout=30, what="a second watch")
         await kube.create(MEMCACHED, memcached("late"), namespace=namespace)
         await eventually(lambda: seen.events, what="event after a watch restart")
     assert watches >= 2

@@ -24,13 +24,15 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 from support.kube import wait_for
-from support.operator import OperatorProcess, install_crd, write_project
+from support.operator import BACKEND_ENV, OperatorProcess, install_crd, write_project
 
 GROUP = f"wh{uuid.uuid4().hex[:6]}.example.com"
 KIND = "Widget"
 PLURAL = "widgets"
 CR_VAR = "_" + GROUP.replace(".", "_") + "_widget"
-TIMEOUT = 4  # seconds the validating and mutating roles may take
+# Seconds the validating and mutating roles may take: ansible-runner starts a new
+# ansible-playbook per run, several seconds on a loaded machine.
+TIMEOUT = 20 if os.environ.get(BACKEND_ENV) == "runner" else 4
 
 VALIDATE = """
 - name: size is at most 5
@@ -330,7 +332,7 @@ def _create_until_admitted(widgets: Any, body: dict[str, Any]) -> Any:
         widgets.delete(name=body["metadata"]["name"], namespace=body["metadata"]["namespace"])
         return None
 
-    return wait_for(attempt, timeout=30, message="the mutating webhook called")
+    return wait_for(attempt, timeout=3 * TIMEOUT + 20, message="the mutating webhook called")
 
 
 def test_defaulting_is_visible_on_the_stored_object(widgets: Any, namespace: str) -> None:

@@ -171,3 +171,18 @@ def test_the_suite_is_selected_on_the_command_line(
     assert main(["bundle", "validate", str(bundle_dir), "--suite", "olm-v0"]) == 0
     assert main(["bundle", "validate", str(bundle_dir), "--suite", "olm-v1"]) == 1
     assert "AllNamespaces mode only" in capsys.readouterr().out
+
+
+def test_a_freshly_scaffolded_projects_bundle_passes_both_suites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "web-operator"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert main(["init", "--domain", "example.com"]) == 0
+    argv = ["create", "api", "--group", "web", "--version", "v1", "--kind", "Site"]
+    assert main([*argv, "--generate-role"]) == 0
+    assert main(["bundle", "generate", "--version", "0.1.0"]) == 0
+    for suite in SUITES:
+        findings = validate_bundle(project / "bundle", project=project, suite=suite)
+        assert _v1_errors(findings) == [], suite

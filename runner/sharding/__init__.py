@@ -1,0 +1,1 @@
+"""Horizontal sharding: CRs spread over operator replicas with Leases and labels."""
