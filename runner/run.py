@@ -261,7 +261,7 @@ async def _serve(
                     authorization=proxy.authorization(),
                 ),
             )
-        await stack.enter_async_context(
+        webhook_server = await stack.enter_async_context(
             webhook_runtime.running(
                 webhooks,
                 settings.webhooks,
@@ -326,7 +326,9 @@ async def _serve(
             reloader.start()
             stack.push_async_callback(reloader.stop)
         if settings.health_address is not None:
-            health = HealthServer(settings.health_address, ready=lambda: _ready(manager, backend))
+            health = HealthServer(
+                settings.health_address, ready=lambda: _ready(manager, backend, webhook_server)
+            )
             await health.start()
             stack.push_async_callback(health.stop)
         if settings.metrics_address is not None:
@@ -403,9 +405,16 @@ def _backend_choice(requested: str) -> tuple[type[RunnerBackend | FastBackend], 
     return (FastBackend if fast else RunnerBackend), core.uses("payloads")
 
 
-def _ready(manager: Manager, backend: RunnerBackend | FastBackend) -> tuple[bool, str]:
-    """/readyz: the manager's answer, and not while the fast backend warms up."""
+def _ready(
+    manager: Manager,
+    backend: RunnerBackend | FastBackend,
+    webhooks: webhook_runtime.WebhookServer | None = None,
+) -> tuple[bool, str]:
+    """/readyz: the manager's answer, and not while the fast backend (the reconciles' or
+    the webhooks') warms up."""
     ready, reason = manager.ready()
     if ready and isinstance(backend, FastBackend) and backend.warming():
         return False, "the Ansible backend is warming up"
+    if ready and webhooks is not None and webhooks.warming():
+        return False, "the webhooks' Ansible backend is warming up"
     return ready, reason

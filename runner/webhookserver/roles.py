@@ -116,6 +116,10 @@ class WebhookRunner:
             self._slots.put_nowait(slot)
         self._abandoned: set[asyncio.Task[Any]] = set()
 
+    def warming(self) -> bool:
+        warming = getattr(self._backend, "warming", None)
+        return bool(warming()) if callable(warming) else False
+
     async def close(self) -> None:
         for task in list(self._abandoned):
             task.cancel()

@@ -32,6 +32,7 @@ from runner.webhookserver.server import CERT_FILE, CertificateReloader, WebhookS
 __all__ = [
     "BackendChoice",
     "RunOptions",
+    "WebhookServer",
     "WebhookSettings",
     "add_arguments",
     "load",

@@ -173,6 +173,10 @@ class WebhookServer:
         if self._runner_app is not None:
             await self._runner_app.cleanup()
 
+    def warming(self) -> bool:
+        """The webhooks' backend is still warming up (for /readyz)."""
+        return self._runner.warming()
+
     async def _healthz(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from support.kube import create_cr, true_condition, wait_for
-from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.operator import OperatorProcess, Operators, crd, install_crd, write_project
 
 GROUP = "faults.test.example.com"
 
@@ -61,7 +61,9 @@ def fill(directory: Path) -> Path:
     """Write a file into `directory` until its filesystem has no space left."""
     filler = directory / "filler"
     chunk = b"\0" * 65536
-    with filler.open("wb") as out:
+    # Unbuffered: a buffered writer would flush what it holds again on close, and raise
+    # ENOSPC there.
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(chunk)
@@ -73,22 +75,16 @@ def fill(directory: Path) -> Path:
 
 @pytest.fixture
 def start(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
-    started: list[OperatorProcess] = []
+    operators = Operators(kubeconfig=kubeconfig, directory=tmp_path)
 
     def run(
         watches: list[dict[str, Any]], roles: dict[str, str], **options: Any
     ) -> OperatorProcess:
         project = write_project(tmp_path / "project", watches=watches, roles=roles)
-        proc = OperatorProcess(
-            project, kubeconfig=kubeconfig, log=tmp_path / "operator.log", **options
-        )
-        started.append(proc)
-        return proc
+        return operators.start(project, **options)
 
     yield run
-    for proc in started:
-        proc.stop()
-        print(proc.log()[-5000:])
+    operators.stop_all(tail=5000)
 
 
 def test_a_full_run_directory_fails_the_cr_and_the_operator_serves_on(

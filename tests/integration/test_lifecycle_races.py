@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from support.kube import create_cr, get_or_none, true_condition, wait_for
-from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.operator import OperatorProcess, Operators, crd, install_crd, write_project
 from support.roles import PAUSE_WHEN_ASKED, output_configmap
 
 GROUP = "races.test.example.com"
@@ -45,7 +45,7 @@ def operator(
 ) -> Iterator[Callable[[], OperatorProcess]]:
     """Starts the operator of both kinds, one worker each: what follows a run of a CR is
     queued before anything created later."""
-    started: list[OperatorProcess] = []
+    operators = Operators(kubeconfig=kubeconfig, directory=tmp_path)
 
     def start() -> OperatorProcess:
         watches = [
@@ -61,20 +61,14 @@ def operator(
         project = write_project(
             tmp_path / "project", watches=watches, roles={"work": ROLE, "cleanup": CLEANUP}
         )
-        proc = OperatorProcess(
+        return operators.start(
             project,
-            kubeconfig=kubeconfig,
-            log=tmp_path / f"operator-{len(started)}.log",
             args=["--max-concurrent-reconciles", "1"],
             env={"WATCH_NAMESPACE": namespace},
         )
-        started.append(proc)
-        return proc
 
     yield start
-    for proc in started:
-        proc.stop()
-        print(proc.log()[-4000:])
+    operators.stop_all()
 
 
 def lines_about(log: str, kind: str, key: str, text: str) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from support.kube import condition, create_cr, wait_for
-from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.operator import OperatorProcess, Operators, crd, install_crd, write_project
 
 GROUP = "observe.test.example.com"
 
@@ -77,7 +77,7 @@ def kinds(dyn: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def start(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
-    started: list[OperatorProcess] = []
+    operators = Operators(kubeconfig=kubeconfig, directory=tmp_path)
 
     def run(kind: str, role: str, *args: str, env: dict[str, str] | None = None) -> OperatorProcess:
         watches = [
@@ -90,20 +90,10 @@ def start(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., OperatorPr
             }
         ]
         project = write_project(tmp_path / "project", watches=watches, roles={"r": role})
-        proc = OperatorProcess(
-            project,
-            kubeconfig=kubeconfig,
-            log=tmp_path / f"operator-{len(started)}.log",
-            args=list(args),
-            env=env,
-        )
-        started.append(proc)
-        return proc
+        return operators.start(project, args=list(args), env=env)
 
     yield run
-    for proc in started:
-        proc.stop()
-        print(proc.log()[-3000:])
+    operators.stop_all(tail=3000)
 
 
 def events_of(api_client: Any, namespace: str, name: str) -> list[Any]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes.dynamic.exceptions import NotFoundError
 from support.kube import condition, create_cr, wait_for
-from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.operator import OperatorProcess, Operators, crd, install_crd, write_project
 
 GROUP = "runtime.test.example.com"
 
@@ -55,7 +55,7 @@ def kinds(dyn: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def start_operator(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., OperatorProcess]]:
-    started: list[OperatorProcess] = []
+    operators = Operators(kubeconfig=kubeconfig, directory=tmp_path)
 
     def start(
         watches: list[dict[str, Any]],
@@ -67,20 +67,10 @@ def start_operator(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., O
         project = write_project(
             tmp_path / "project", watches=watches, roles={"echo": ECHO_ROLE}, playbooks=playbooks
         )
-        proc = OperatorProcess(
-            project,
-            kubeconfig=kubeconfig,
-            log=tmp_path / f"operator-{len(started)}.log",
-            env=env,
-            args=args,
-        )
-        started.append(proc)
-        return proc
+        return operators.start(project, env=env, args=args)
 
     yield start
-    for proc in started:
-        proc.stop()
-        print(proc.log()[-4000:])
+    operators.stop_all()
 
 
 def watch(kind: str, **extra: Any) -> dict[str, Any]:

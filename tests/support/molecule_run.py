@@ -6,7 +6,8 @@ scenarios of different projects (and different scenarios of one project: each ha
 own test namespace, RBAC names and Molecule ephemeral directory) run side by side.
 What they share on the cluster, a CRD two of them install, must be installed before
 they start: a scenario removes at cleanup the CRDs its prepare created, and would pull
-one from under another scenario still using it.
+one from under another scenario still using it. A scenario that changes such a CRD
+(a conversion webhook on it) runs alone, with `molecule_test`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 BIN = Path(sys.executable).parent
 TAIL_LINES = 120
@@ -138,3 +141,30 @@ def workers() -> int:
     """Scenarios run at once: one per core, at least two (they wait a good part of their
     time), at most three."""
     return max(2, min(3, os.cpu_count() or 1))
+
+
+def molecule_test(
+    project: Path, scenario: str, *, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One `molecule test`, alone (a scenario that must not run beside others, e.g. one
+    that installs a CRD of the same name with a conversion webhook); fail with the end of
+    Molecule's output unless it passes."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(BIN / "molecule"), "test", "--scenario-name", scenario],
+        cwd=project,
+        env=environ(kubeconfig),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    with capsys.disabled():
+        print(
+            f"\nmolecule test -s {scenario} ({project.name}): {elapsed:.0f} s wall time "
+            f"(exit {proc.returncode})"
+        )
+    tail = "\n".join(proc.stdout.splitlines()[-TAIL_LINES:])
+    assert proc.returncode == 0, f"molecule test -s {scenario} failed; its output ends:\n{tail}"

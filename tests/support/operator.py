@@ -202,6 +202,29 @@ class OperatorProcess:
         return self.process.returncode
 
 
+class Operators:
+    """The operators one test starts (as a fixture's value): each logs to
+    `<directory>/operator-<n>.log`; `stop_all` stops them and prints the end of each
+    log (pytest shows it with a failing test)."""
+
+    def __init__(self, *, kubeconfig: Path, directory: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.directory = directory
+        self.started: list[OperatorProcess] = []
+
+    def start(self, project: Path, **options: Any) -> OperatorProcess:
+        """An `OperatorProcess` of `project` (`options`: its keyword arguments)."""
+        log = self.directory / f"operator-{len(self.started)}.log"
+        proc = OperatorProcess(project, kubeconfig=self.kubeconfig, log=log, **options)
+        self.started.append(proc)
+        return proc
+
+    def stop_all(self, *, tail: int = 4000) -> None:
+        for proc in self.started:
+            proc.stop()
+            print(proc.log()[-tail:])
+
+
 @contextlib.contextmanager
 def operator_running(
     project: Path,

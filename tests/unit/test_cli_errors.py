@@ -299,7 +299,7 @@ CASES = [
     pytest.param(
         ["olm", "run-bundle", "/nonexistent"],
         {},
-        "the following arguments are required: --namespace/-n",
+        "olm run-bundle: --namespace is required",
         id="olm-run-bundle",
     ),
     # history, logs, vars

@@ -265,3 +265,10 @@ async def test_a_rotated_certificate_is_served_without_a_restart(tmp_path: Path)
         assert await served() != first
     finally:
         await server.stop()
+
+
+def test_readiness_follows_the_webhooks_backend_warming_up() -> None:
+    runner, backend, _ = _runner(lambda _r: {})
+    assert runner.warming() is False  # a backend without a warm-up
+    backend.warming = lambda: True  # type: ignore[attr-defined]
+    assert runner.warming() is True
