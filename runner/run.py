@@ -377,8 +377,13 @@ def share_informers(manager: Manager, cache: InformerCache, sharder: Sharder | N
             sharder.attach(controller)
         cache.adopt(controller.informer)
 
+    def on_controller_stopped(controller: Controller) -> None:
+        if sharder is not None:
+            sharder.detach(controller)
+        cache.release(controller.informer)
+
     manager.on_controller = on_controller
-    manager.on_controller_stopped = lambda controller: cache.release(controller.informer)
+    manager.on_controller_stopped = on_controller_stopped
 
 
 async def _prefetch_discovery(client: KubeClient, kinds: Sequence[tuple[str, str]]) -> None:
