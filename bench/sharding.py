@@ -102,7 +102,6 @@ class Replica:
         )  # fmt: skip
         self.peak_rss = 0
         self.cpu = 0.0
-        self._cpu_seen: dict[int, float] = {}
         self.member = ""
 
     def sample(self) -> None:
@@ -111,11 +110,10 @@ class Replica:
         root = _stat(self.proc.pid)
         if root is not None:
             self.peak_rss = max(self.peak_rss, root[1])
-        for pid in _tree(self.proc.pid):
-            stat = _stat(pid)
-            if stat is not None:
-                self._cpu_seen[pid] = stat[0]
-        self.cpu = sum(self._cpu_seen.values())
+        # Each live process with the children it has reaped: every CPU second of the tree
+        # is counted once, by itself while it lives and by its parent after.
+        total = sum(stat[0] for pid in _tree(self.proc.pid) if (stat := _stat(pid)))
+        self.cpu = max(self.cpu, total)
 
     def text(self) -> str:
         return self.log_path.read_text(errors="replace")

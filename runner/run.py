@@ -25,6 +25,7 @@ from runner.ansible.fastbackend.wire import Discovery
 from runner.ansible.inputs import runner_dir
 from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
 from runner.ansible.runnerbackend import RunnerBackend
+from runner.cluster.trust import local_cluster_signer
 from runner.collections_path import bundled_collections_path
 from runner.engine.absent import AbsentSweep
 from runner.engine.controller import Controller
@@ -262,6 +263,7 @@ async def _serve(
                     authorization=proxy.authorization(),
                 ),
             )
+        kubeconfig_source = locate_kubeconfig(kubeconfig, environ)
         webhook_server = await stack.enter_async_context(
             webhook_runtime.running(
                 webhooks,
@@ -273,6 +275,11 @@ async def _serve(
                 registry=metrics.registry,
                 run_dir=own_dir.path,
                 namespaces=namespaces,
+                dev_certificates=local_cluster_signer(
+                    client.configuration.ssl_ca_cert,
+                    kubeconfig_source.path if kubeconfig_source else None,
+                    environ,
+                ),
                 options=webhook_runtime.RunOptions(
                     envvars={**run_env, **_kubeconfig_vars(kubeconfig)},
                     verbosity=settings.ansible_verbosity,
@@ -377,8 +384,13 @@ def share_informers(manager: Manager, cache: InformerCache, sharder: Sharder | N
             sharder.attach(controller)
         cache.adopt(controller.informer)
 
+    def on_controller_stopped(controller: Controller) -> None:
+        if sharder is not None:
+            sharder.detach(controller)
+        cache.release(controller.informer)
+
     manager.on_controller = on_controller
-    manager.on_controller_stopped = lambda controller: cache.release(controller.informer)
+    manager.on_controller_stopped = on_controller_stopped
 
 
 async def _prefetch_discovery(client: KubeClient, kinds: Sequence[tuple[str, str]]) -> None:

@@ -109,6 +109,13 @@ class Sharder:
         self._draining.setdefault(gvk, set())
         self._wake.set()
 
+    def detach(self, controller: Controller) -> None:
+        """`controller` stopped (live reload): its keys are no longer handed off or claimed."""
+        gvk = controller.watch.gvk
+        if self._controllers.get(gvk) is controller:
+            del self._controllers[gvk]
+            self._wake.set()
+
     def owned(self) -> dict[GVK, int]:
         return {gvk: len(c.informer) for gvk, c in self._controllers.items()}
 

@@ -4,8 +4,9 @@ with the API server for as long as the operator runs.
 In a cluster, `config/webhook` (a Service, the configurations) and cert-manager or OLM
 wire the API server to the operator's pod. During development the operator runs on the
 developer's machine next to the local control plane, so it does the wiring itself: a
-CA and a serving certificate for 127.0.0.1 made for this process (in its own run
-directory), a ValidatingWebhookConfiguration and a MutatingWebhookConfiguration whose
+serving certificate for 127.0.0.1 in its own run directory (signed by the local
+cluster's CA when the API server is ours, else by a CA made for this process), a
+ValidatingWebhookConfiguration and a MutatingWebhookConfiguration whose
 `clientConfig.url` points at the loopback server with that CA, and, for conversion, the
 CRD's `spec.conversion` pointed there too. On exit the configurations are deleted and
 each CRD's `spec.conversion` is put back as it was.

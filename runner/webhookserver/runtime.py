@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,8 +174,13 @@ async def running(
     run_dir: Path,
     options: RunOptions,
     namespaces: Sequence[str] | None = None,
+    dev_certificates: Callable[[Path], bytes] | None = None,
 ) -> AsyncIterator[WebhookServer | None]:
     """Serve `webhooks` until the block ends (nothing at all when there are none).
+
+    `dev_certificates(directory)` writes the serving pair a registration for development
+    uses when no `--webhook-cert-dir` pair exists, and returns its CA: signed by the
+    local cluster's CA when the caller knows it, else by a CA made for this process.
 
     `namespaces` (WATCH_NAMESPACE): a registration for development only sends requests
     in those namespaces, so an operator scoped to a namespace leaves the rest of a
@@ -190,7 +195,12 @@ async def running(
     ca_pem = b""
     if register and not (cert_dir / CERT_FILE).exists():
         cert_dir = run_dir / "webhook-certs"
-        ca_pem = devsetup.write_dev_certificates(cert_dir)
+        ca_pem = (dev_certificates or devsetup.write_dev_certificates)(cert_dir)
+        log.info(
+            "webhook serving certificate in %s, signed by %s",
+            cert_dir,
+            "the local cluster's CA" if dev_certificates else "a CA made for this process",
+        )
     elif register:
         ca_file = cert_dir / "ca.crt"
         ca_pem = (ca_file if ca_file.exists() else cert_dir / CERT_FILE).read_bytes()
