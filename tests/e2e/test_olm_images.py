@@ -3,7 +3,9 @@ image and its bundle images pushed to the local cluster's registry, `olm run-bun
 <bundle image>` (a catalog image served by a registry pod that OLM's catalog operator
 runs, the bundle unpacked by OLM's own Job), the operator running as a real pod on the
 real node, the sample CR `Successful`, `olm bundle-upgrade <bundle image>` replacing the
-pod with the new version's image, and `olm cleanup` leaving nothing.
+pod with the new version's image (one with a validating webhook in its CSV's
+`webhookdefinitions`, which the API server then calls in the pod), and `olm cleanup`
+leaving nothing.
 
 A private cluster with a registry and a real node (OLM's state is cluster-wide, and the
 real node changes the machine): stopped, with everything it changed, even on failure.
