@@ -27,6 +27,7 @@ from runner.ansible.rundir import RunDirectory, claim, remove_abandoned
 from runner.ansible.runnerbackend import RunnerBackend
 from runner.cluster.trust import local_cluster_signer
 from runner.collections_path import bundled_collections_path
+from runner.engine.absent import AbsentSweep
 from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector
 from runner.engine.manager import Manager
@@ -320,6 +321,12 @@ async def _serve(
                 cache=cache,
             )
         share_informers(manager, cache, sharder)
+        if sharder is None:
+            # A sharded replica's informers see only its share: others' CRs look deleted.
+            sweep = AbsentSweep(
+                manager, backend=backend, base_dir=own_dir.path, namespaces=namespaces
+            )
+            stack.push_async_callback(sweep.close)
         if settings.reload:
             reloader = Reloader(
                 manager,

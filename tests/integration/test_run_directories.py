@@ -189,3 +189,38 @@ def test_history_keeps_the_runs_from_before_a_restart(
     rows = [line.split() for line in history.stdout.splitlines()[2:] if line[:1].isdigit()]
     assert len(rows) >= 2, history.stdout
     assert rows[-1][-1] == first_run.ident, history.stdout
+
+
+def test_a_cr_deleted_while_no_operator_ran_loses_its_data_directory_at_restart(
+    kubeconfig: Path, tmp_path: Path, namespace: str, shared_kind: Any, operators: list[Any]
+) -> None:
+    """The restarted operator carries both CRs' data directories over; once its watch has
+    listed the CRs, the one deleted while it was stopped goes, the other stays."""
+    watch = {"version": "v1alpha1", "group": GROUP, "kind": "Shared", "role": "hello"}
+    project = write_project(tmp_path / "project", watches=[watch], roles={"hello": ROLE})
+    base = tmp_path / "runner"
+    suffix = uuid.uuid4().hex[:4]
+    kept, deleted = f"kept-{suffix}", f"deleted-{suffix}"
+
+    first = OperatorProcess(project, kubeconfig=kubeconfig, log=tmp_path / "first.log")
+    operators.append(first)
+    new_cr(shared_kind, namespace, kept)
+    new_cr(shared_kind, namespace, deleted)
+    kept_dir = wait_for(lambda: data_dir_of(base, kept), timeout=120, message="kept's run")
+    wait_for(lambda: data_dir_of(base, deleted), timeout=120, message="deleted's run")
+    kept_run = latest_run(kept_dir)
+    assert kept_run is not None
+    assert first.stop() == 0
+    shared_kind.delete(name=deleted, namespace=namespace)
+
+    second = OperatorProcess(project, kubeconfig=kubeconfig, log=tmp_path / "second.log")
+    operators.append(second)
+    wait_for(
+        lambda: "forgot the runs of 1 Shared" in second.log() or None,
+        timeout=120,
+        message="the second operator's sweep after its first list",
+    )
+    assert data_dir_of(base, deleted) is None, "the deleted CR's data directory was kept"
+    kept_after = data_dir_of(base, kept)
+    assert kept_after is not None, "the existing CR's data directory was removed"
+    assert kept_run.ident in [run.ident for run in list_runs(kept_after)]
