@@ -319,6 +319,10 @@ class LocalCluster:
                 "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
                 # The `kubernetes` Service cannot point at a loopback address.
                 "--endpoint-reconciler-type=none",
+                # Webhooks (and aggregated APIs) behind a Service are called at one of its
+                # endpoints (a pod on the real node's bridge): no kube-proxy routes the
+                # Service's cluster IP here.
+                "--enable-aggregator-routing=true",
                 "--profiling=false",
             ],
         )

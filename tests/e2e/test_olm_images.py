@@ -3,7 +3,9 @@ image and its bundle images pushed to the local cluster's registry, `olm run-bun
 <bundle image>` (a catalog image served by a registry pod that OLM's catalog operator
 runs, the bundle unpacked by OLM's own Job), the operator running as a real pod on the
 real node, the sample CR `Successful`, `olm bundle-upgrade <bundle image>` replacing the
-pod with the new version's image, and `olm cleanup` leaving nothing.
+pod with the new version's image (one with a validating webhook in its CSV's
+`webhookdefinitions`, which the API server then calls in the pod), and `olm cleanup`
+leaving nothing.
 
 A private cluster with a registry and a real node (OLM's state is cluster-wide, and the
 real node changes the machine): stopped, with everything it changed, even on failure.
@@ -11,6 +13,8 @@ real node changes the machine): stopped, with everything it changed, even on fai
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +44,9 @@ V1, V2 = f"{PACKAGE}.v0.1.0", f"{PACKAGE}.v0.2.0"
 SERVICE_ACCOUNT = f"{PACKAGE}-controller-manager"
 SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
 TIMINGS: dict[str, float] = {}
+# v0.2.0 for OLM v0: the sample with a validating webhook role (its image and bundle tag).
+WEBHOOKS = "v0.2.0-webhooks"
+DENIAL = "spec.size must not be negative, got -1"
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +92,21 @@ def _bundle_image(
     version: str,
     *extra: str,
     edit: Callable[[Path], None] | None = None,
+    project: Path = REPO,
+    tag: str = "",
 ) -> str:
-    """Generate the sample's bundle for `version` (deploying the operator image of that
-    version from the registry), `edit` it, build its image and push it."""
-    operator_image = f"{registry_address}/{PACKAGE}:v{version}"
-    output = root / f"v{version}"
+    """Generate the bundle of `project` (the sample) for `version` (deploying the operator
+    image of that version, or `tag`, from the registry), `edit` it, build its image and
+    push it."""
+    tag = tag or f"v{version}"
+    operator_image = f"{registry_address}/{PACKAGE}:{tag}"
+    output = root / tag
     argv = ["bundle", "generate", "--version", version, "--image", operator_image]
-    argv += ["--project-dir", str(REPO), "--output-dir", str(output / "bundle"), *extra]
+    argv += ["--project-dir", str(project), "--output-dir", str(output / "bundle"), *extra]
     assert main(argv) == 0
     if edit is not None:
         edit(output / "bundle")
-    image = f"{registry_address}/{PACKAGE}-bundle:v{version}"
+    image = f"{registry_address}/{PACKAGE}-bundle:{tag}"
     images.build(
         built.TOOL,
         tag=image,
@@ -125,7 +136,54 @@ def bundle_images(
         "0.2.0": _bundle_image(root, found.address, "0.2.0", "--replaces", V1),
     }
     TIMINGS["two bundle images built and pushed"] = time.monotonic() - started
+    started = time.monotonic()
+    project = _webhook_project(root / "webhook-project")
+    _publish(_webhook_operator_image(operator, project), f"{found.address}/{PACKAGE}:{WEBHOOKS}")
+    result[WEBHOOKS] = _bundle_image(
+        root, found.address, "0.2.0", "--replaces", V1, project=project, tag=WEBHOOKS
+    )
+    TIMINGS["webhook operator and bundle images built and pushed"] = time.monotonic() - started
     return result
+
+
+def _webhook_project(project: Path) -> Path:
+    """The sample with a validating webhook written by `create webhook` (its role denies
+    a negative size with DENIAL)."""
+    project.mkdir(parents=True)
+    for name in ("PROJECT", "watches.yaml", "requirements.yml", "roles", "playbooks", "config"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, project / name)
+        else:
+            shutil.copy(source, project / name)
+    shutil.copy(REPO / "sample.Dockerfile", project / "Dockerfile")
+    argv = ["create", "webhook", "--group", "cache", "--version", "v1alpha1"]
+    argv += ["--kind", "Memcached", "--programmatic-validation"]
+    cwd = Path.cwd()
+    os.chdir(project)
+    try:
+        assert main(argv) == 0
+    finally:
+        os.chdir(cwd)
+    return project
+
+
+def _webhook_operator_image(sample: str, project: Path) -> str:
+    """The sample's operator image with the project's webhooks.yaml and roles on top."""
+    tag = f"{sample}-webhooks"
+    (project / "webhooks.Dockerfile").write_text(
+        f"FROM {sample}\n"
+        "COPY --chown=1001:0 webhooks.yaml ${HOME}/webhooks.yaml\n"
+        "COPY --chown=1001:0 roles/ ${HOME}/roles/\n"
+    )
+    images.build(
+        built.TOOL,
+        tag=tag,
+        dockerfile=str(project / "webhooks.Dockerfile"),
+        context=str(project),
+        cache=built.cache(),
+    )
+    return tag
 
 
 def _operator_pods(core: client.CoreV1Api) -> list[Any]:
@@ -204,15 +262,25 @@ def test_operator_installed_from_images_runs_on_the_real_node_and_upgrades(
         wait_for(successful, timeout=180, message="the sample CR Successful")
         TIMINGS["run-bundle to CR Successful"] = time.monotonic() - started
 
-        v2_image = f"{found.address}/{PACKAGE}:v0.2.0"
+        # v0.2.0 adds a validating webhook (the CSV's webhookdefinitions): OLM makes its
+        # Service, certificate and configuration; the API server calls the role in the pod.
+        v2_image = f"{found.address}/{PACKAGE}:{WEBHOOKS}"
         old = pod.metadata.name
         started = time.monotonic()
-        assert olm(cluster, "bundle-upgrade", bundle_images["0.2.0"], "--namespace", NAMESPACE) == 0
+        argv = ["bundle-upgrade", bundle_images[WEBHOOKS], "--namespace", NAMESPACE]
+        assert olm(cluster, *argv) == 0
         TIMINGS["bundle-upgrade to v0.2.0 Succeeded"] = time.monotonic() - started
         new = wait_for(lambda: _running_operator(core, v2_image), timeout=180, message="new pod")
         assert new.metadata.name != old
         assert new.spec.node_name.startswith("real-node-")
         TIMINGS["bundle-upgrade to new pod Running"] = time.monotonic() - started
+        message = wait_for(
+            lambda: _denied(memcacheds, CR_NAMESPACE), timeout=120, message="denied by the role"
+        )
+        assert DENIAL in message, message
+        TIMINGS["bundle-upgrade to the first denial by the webhook role"] = (
+            time.monotonic() - started
+        )
     finally:
         if _namespace_exists(core, CR_NAMESPACE):
             # While the operator still runs, so that the CR's finalizer is handled.
@@ -244,6 +312,26 @@ def test_operator_installed_from_images_runs_on_the_real_node_and_upgrades(
         if (r.metadata.labels or {}).get("olm.owner", "").startswith(PACKAGE)
     ]
     assert owned == []
+
+
+def _denied(memcacheds: Any, namespace: str) -> str:
+    """The API server's denial of a Memcached with a negative size ("" while it is
+    admitted: the webhook is not registered yet)."""
+    body = {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {"name": "negative", "namespace": namespace},
+        "spec": {"size": -1},
+    }
+    try:
+        memcacheds.create(body=body, namespace=namespace)
+    except client.ApiException as exc:
+        if DENIAL in str(exc.body):
+            return str(exc.body)
+        print(f"not (yet) denied by the role: {exc.status} {exc.body}")
+        return ""
+    memcacheds.delete(name="negative", namespace=namespace)
+    return ""
 
 
 def _namespace_exists(core: client.CoreV1Api, name: str) -> bool:
