@@ -21,14 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from runner.cluster import build, process, registry
 from runner.cluster.components import olm_operators
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 from runner.k8s import KubeClient
-from runner.olm import api, model, servicedial
+from runner.olm import addons, api, model, servicedial
 from runner.olm.images import OLMImages, ensure_olm_images
 from runner.progress import Ticker
 
@@ -71,15 +69,7 @@ def version() -> str:
 def healthy(cluster: LocalCluster) -> dict[str, bool]:
     """Each operator: running and answering /healthz on its port."""
     ports = load_ports(cluster)
-    addons = cluster.addons()
-    result = {}
-    for name in OPERATORS:
-        proc = addons.get(name)
-        alive = proc is not None and process.is_running(proc.pid, proc.binary)
-        port = ports.get(name)
-        endpoint = process.Endpoint(f"http://{process.LOOPBACK}:{port}")
-        result[name] = bool(alive and port and endpoint.ok("/healthz"))
-    return result
+    return addons.healthy(cluster, {name: ports.get(name) for name in OPERATORS}, "/healthz")
 
 
 def require_running(cluster: LocalCluster) -> None:
@@ -156,20 +146,7 @@ async def _client(cluster: LocalCluster) -> KubeClient:
 async def _apply_base(cluster: LocalCluster, crds: list[Path], progress: Progress) -> None:
     client = await _client(cluster)
     try:
-        progress(f"applying {len(crds)} OLM CRDs")
-        names = []
-        for path in crds:
-            for crd in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-                if crd:
-                    await api.apply(client, crd)
-                    names.append(str(crd["metadata"]["name"]))
-        for name in names:
-
-            async def established(crd_name: str = name) -> bool:
-                crd = await api.get(client, model.CRD, crd_name, None)
-                return crd is not None and model.crd_established(crd)
-
-            await api.wait_for(established, timeout=60, what=f"CRD {name} Established")
+        await addons.apply_crds(client, crds, what="OLM", progress=progress)
         for namespace in (model.OLM_NAMESPACE, model.OPERATORS_NAMESPACE):
             if await api.get(client, model.NAMESPACE, namespace, None) is None:
                 await client.create(model.NAMESPACE, model.namespace(namespace))
@@ -229,10 +206,9 @@ def _start(
             argv += images.catalog_flags()
         if dial_port is not None:
             env.update(servicedial.proxy_environ(dial_port))
-    progress(f"starting {name} (health {process.LOOPBACK}:{port})")
-    running = cluster.start_addon(name, argv, env=env)
-    endpoint = process.Endpoint(f"http://{process.LOOPBACK}:{port}")
-    process.wait_until_ready(running, endpoint, "/healthz", timeout=120)
+    addons.start(
+        cluster, name, argv, env, health_port=port, ready_path="/healthz", progress=progress
+    )
 
 
 def _ensure_service_dial(cluster: LocalCluster, ports: dict[str, int], progress: Progress) -> int:
@@ -251,13 +227,7 @@ def _ensure_service_dial(cluster: LocalCluster, ports: dict[str, int], progress:
     ]
     progress(f"starting {SERVICE_DIAL} (SOCKS5 {process.LOOPBACK}:{port} to Services' pods)")
     running = cluster.start_addon(SERVICE_DIAL, argv)
-    deadline = time.monotonic() + 30
-    while not process.port_in_use(port):
-        if time.monotonic() > deadline or not process.is_running(running.pid, running.binary):
-            raise ClusterError(
-                f"{SERVICE_DIAL} did not listen on {process.LOOPBACK}:{port}; see {running.log}"
-            )
-        time.sleep(0.1)
+    addons.wait_listening(running, port, timeout=30, interval=0.1)
     return port
 
 
@@ -337,10 +307,7 @@ async def _delete_base(cluster: LocalCluster, progress: Progress) -> None:
         for namespace in (model.OPERATORS_NAMESPACE, model.OLM_NAMESPACE):
             if await api.delete(client, model.NAMESPACE, namespace, None):
                 progress(f"deleting namespace {namespace}")
-        for path in crd_files(cluster):
-            for crd in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-                if crd and await api.delete(client, model.CRD, crd["metadata"]["name"], None):
-                    progress(f"deleting CRD {crd['metadata']['name']}")
+        await addons.delete_crds(client, crd_files(cluster), progress=progress)
     finally:
         await client.close()
 
@@ -348,12 +315,12 @@ async def _delete_base(cluster: LocalCluster, progress: Progress) -> None:
 def status_lines(cluster: LocalCluster) -> list[str]:
     ports = load_ports(cluster)
     health = healthy(cluster)
-    addons = cluster.addons()
-    if not ports and not any(name in addons for name in OPERATORS):
+    procs = cluster.addons()
+    if not ports and not any(name in procs for name in OPERATORS):
         return [f"OLM is not installed on the cluster in {cluster.state_dir}"]
     lines = [f"OLM {version()} on the cluster in {cluster.state_dir}"]
     for name in OPERATORS:
-        proc = addons.get(name)
+        proc = procs.get(name)
         state = "running" if health[name] else "NOT RUNNING"
         pid = proc.pid if proc else "-"
         where = f"{process.LOOPBACK}:{ports.get(name, '-')}"

@@ -22,15 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from runner.cluster import build, certs, process, registry
 from runner.cluster.components import olm_v1_operators
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 from runner.k8s import KubeClient
-from runner.olm import api, model, v1model
-from runner.progress import Ticker
+from runner.olm import addons, api, model, v1model
 
 Progress = Callable[[str], None]
 
@@ -105,15 +102,8 @@ def _save_ports(cluster: LocalCluster, ports: dict[str, dict[str, int]]) -> None
 def healthy(cluster: LocalCluster) -> dict[str, bool]:
     """Each component: running and answering /readyz on its health port."""
     ports = load_ports(cluster)
-    addons = cluster.addons()
-    result = {}
-    for name in COMPONENTS:
-        proc = addons.get(name)
-        alive = proc is not None and process.is_running(proc.pid, proc.binary)
-        port = ports.get(name, {}).get("health")
-        endpoint = process.Endpoint(f"http://{process.LOOPBACK}:{port}")
-        result[name] = bool(alive and port and endpoint.ok("/readyz"))
-    return result
+    health_ports = {name: ports.get(name, {}).get("health") for name in COMPONENTS}
+    return addons.healthy(cluster, health_ports, "/readyz")
 
 
 def installed(cluster: LocalCluster) -> bool:
@@ -207,20 +197,7 @@ async def _apply_base(
 ) -> None:
     client = await _client(cluster)
     try:
-        progress(f"applying {len(crds)} OLM v1 CRDs")
-        names = []
-        for path in crds:
-            for crd in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-                if crd:
-                    await api.apply(client, crd)
-                    names.append(str(crd["metadata"]["name"]))
-        for name in names:
-
-            async def established(crd_name: str = name) -> bool:
-                crd = await api.get(client, model.CRD, crd_name, None)
-                return crd is not None and model.crd_established(crd)
-
-            await api.wait_for(established, timeout=60, what=f"CRD {name} Established")
+        await addons.apply_crds(client, crds, what="OLM v1", progress=progress)
         namespace = v1model.SYSTEM_NAMESPACE
         if await api.get(client, model.NAMESPACE, namespace, None) is None:
             await client.create(model.NAMESPACE, model.namespace(namespace))
@@ -281,24 +258,22 @@ def _start(
     argv, extra = _argv(name, binary, ports, files)
     files.cache(name).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), **extra}
-    progress(f"starting {name} (health {process.LOOPBACK}:{ports['health']})")
-    running = cluster.start_addon(name, argv, env=env)
-    endpoint = process.Endpoint(f"http://{process.LOOPBACK}:{ports['health']}")
-    with Ticker(f"waiting for {name} to be ready"):
-        process.wait_until_ready(running, endpoint, "/readyz", timeout=120)
+    addons.start(
+        cluster,
+        name,
+        argv,
+        env,
+        health_port=ports["health"],
+        ready_path="/readyz",
+        progress=progress,
+        tick=True,
+    )
 
 
 def _wait_listening(cluster: LocalCluster, name: str, port: int) -> None:
     """Until `name` listens on `port` (the webhook server may start after /readyz
     answers, and the API server refuses ClusterCatalogs while the webhook is down)."""
-    running = cluster.addons()[name]
-    deadline = time.monotonic() + 60
-    while not process.port_in_use(port):
-        if time.monotonic() > deadline or not process.is_running(running.pid, running.binary):
-            raise ClusterError(
-                f"{name} did not listen on {process.LOOPBACK}:{port}; see {running.log}"
-            )
-        time.sleep(0.2)
+    addons.wait_listening(cluster.addons()[name], port, timeout=60, interval=0.2)
 
 
 async def _register_webhook(cluster: LocalCluster, port: int) -> None:
@@ -348,10 +323,7 @@ async def _delete_base(cluster: LocalCluster, progress: Progress) -> None:
         await api.delete(client, v1model.MUTATING_WEBHOOK, v1model.WEBHOOK_CONFIGURATION, None)
         if await api.delete(client, model.NAMESPACE, v1model.SYSTEM_NAMESPACE, None):
             progress(f"deleting namespace {v1model.SYSTEM_NAMESPACE}")
-        for path in crd_files(cluster):
-            for crd in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-                if crd and await api.delete(client, model.CRD, crd["metadata"]["name"], None):
-                    progress(f"deleting CRD {crd['metadata']['name']}")
+        await addons.delete_crds(client, crd_files(cluster), progress=progress)
     finally:
         await client.close()
 
@@ -359,10 +331,10 @@ async def _delete_base(cluster: LocalCluster, progress: Progress) -> None:
 def status_lines(cluster: LocalCluster) -> list[str]:
     ports = load_ports(cluster)
     health = healthy(cluster)
-    addons = cluster.addons()
+    procs = cluster.addons()
     lines = [f"OLM v1 {version()} on the cluster in {cluster.state_dir}"]
     for name in COMPONENTS:
-        proc = addons.get(name)
+        proc = procs.get(name)
         state = "running" if health[name] else "NOT RUNNING"
         pid = proc.pid if proc else "-"
         where = f"{process.LOOPBACK}:{ports.get(name, {}).get('health', '-')}"
