@@ -54,6 +54,7 @@ from runner.structs.gvk import GVK
 __all__ = [
     "PAYLOAD_CALLBACK_DIR",
     "Runs",
+    "RunsBackend",
     "run_env",
     "run_with_ansible_runner",
     "write_inputs",
@@ -309,6 +310,29 @@ class Runs:
                 len(removed),
                 self._budget.total(),
             )
+
+
+class RunsBackend:
+    """The part of an `AnsibleBackend` that each backend hands to its `Runs` as is."""
+
+    runs: Runs
+
+    @property
+    def base_dir(self) -> Path:
+        return self.runs.base_dir
+
+    def data_dir(self, request: RunRequest) -> Path:
+        """The private data directory of the CR `request` is about."""
+        return self.runs.data_dir(request)
+
+    async def run(self, request: RunRequest, *, on_event: EventCallback | None = None) -> RunResult:
+        return await self.runs.run(request, on_event=on_event)
+
+    async def forget(self, gvk: GVK, namespace: str, name: str) -> None:
+        await self.runs.forget(gvk, namespace, name)
+
+    async def close(self) -> None:
+        await self.runs.close()
 
 
 def write_inputs(data_dir: Path, request: RunRequest, *, environ: Mapping[str, str]) -> None:

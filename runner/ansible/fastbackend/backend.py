@@ -41,14 +41,11 @@ from typing import Any
 
 from ansible_runner import RunnerConfig
 
-from runner.ansible.backend import EventCallback, LogEvents
-from runner.ansible.events import RunResult
+from runner.ansible.backend import LogEvents
 from runner.ansible.fastbackend import wire
 from runner.ansible.fastbackend.zygotes import READY_TIMEOUT, Stopped, Zygote, run_in
-from runner.ansible.inputs import RunRequest
-from runner.ansible.runs import Runs, run_env, run_with_ansible_runner
+from runner.ansible.runs import Runs, RunsBackend, run_env, run_with_ansible_runner
 from runner.errors import AnsibleRunError
-from runner.structs.gvk import GVK
 
 __all__ = ["FastBackend"]
 
@@ -57,7 +54,7 @@ _RETRY_AFTER_FAILURE = 60.0
 _MAX_ZYGOTES = 2
 
 
-class FastBackend:
+class FastBackend(RunsBackend):
     """`AnsibleBackend` forking each run from a warm zygote (see the module docstring).
 
     Takes `RunnerBackend`'s arguments; `python` is the interpreter of the zygote (this
@@ -94,20 +91,6 @@ class FastBackend:
         self._zygotes_lock = threading.Lock()
         self._failed_until = 0.0
         self._discovery: wire.Discovery | None = None
-
-    @property
-    def base_dir(self) -> Path:
-        return self.runs.base_dir
-
-    def data_dir(self, request: RunRequest) -> Path:
-        """The private data directory of the CR `request` is about."""
-        return self.runs.data_dir(request)
-
-    async def run(self, request: RunRequest, *, on_event: EventCallback | None = None) -> RunResult:
-        return await self.runs.run(request, on_event=on_event)
-
-    async def forget(self, gvk: GVK, namespace: str, name: str) -> None:
-        await self.runs.forget(gvk, namespace, name)
 
     def warming(self) -> bool:
         """A zygote is still warming up: the first runs would wait for it (for /readyz,

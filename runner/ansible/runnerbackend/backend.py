@@ -14,25 +14,16 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner.ansible.backend import EventCallback, LogEvents
-from runner.ansible.events import RunResult
-from runner.ansible.inputs import RunRequest
-from runner.ansible.runs import Runs, run_with_ansible_runner
-from runner.structs.gvk import GVK
+from runner.ansible.backend import LogEvents
+from runner.ansible.runs import Runs, RunsBackend, run_with_ansible_runner
 
 __all__ = ["RunnerBackend"]
 
 
-class RunnerBackend:
+class RunnerBackend(RunsBackend):
     """`AnsibleBackend` on ansible-runner's Python API, one worker thread per run.
 
-    `env` holds variables set for every run on top of the operator's environment (the
-    `--ansible-roles-path` / `--ansible-collections-path` flags); `max_workers` bounds
-    the runs in progress (the engine's own limits are normally lower).
-    `max_artifacts_bytes` (`--max-artifacts-bytes`) caps the disk use of all CRs' run
-    directories under `base_dir`, enforced after each run (`disk.py`); <= 0: no cap.
-    `share_payloads`: load the payload-sharing callback plugin into runs (off when the
-    start-up check left the `payloads` hook out, see `runner.ansible.hooks`).
+    Takes the arguments of `runs.Runs` (where they are described) but `step`.
     """
 
     def __init__(
@@ -58,20 +49,3 @@ class RunnerBackend:
             share_payloads=share_payloads,
             step=run_with_ansible_runner,
         )
-
-    @property
-    def base_dir(self) -> Path:
-        return self.runs.base_dir
-
-    def data_dir(self, request: RunRequest) -> Path:
-        """The private data directory of the CR `request` is about."""
-        return self.runs.data_dir(request)
-
-    async def run(self, request: RunRequest, *, on_event: EventCallback | None = None) -> RunResult:
-        return await self.runs.run(request, on_event=on_event)
-
-    async def forget(self, gvk: GVK, namespace: str, name: str) -> None:
-        await self.runs.forget(gvk, namespace, name)
-
-    async def close(self) -> None:
-        await self.runs.close()
