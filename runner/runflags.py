@@ -475,13 +475,8 @@ def leader_settings(
     name = args.leader_election_id or environ.get("OPERATOR_NAME", "")
     if not name:
         # Replicas of one operator run in the same directory layout: derive the id from it.
-        slug = re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-") or "operator"
-        name = f"{slug}-ansible-operator-lock"
-    namespace = args.leader_election_namespace or environ.get("POD_NAMESPACE", "")
-    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
-        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
-    if not namespace and namespaces:
-        namespace = namespaces[0]
+        name = f"{_cwd_slug() or 'operator'}-ansible-operator-lock"
+    namespace = _lease_namespace(args.leader_election_namespace, environ, namespaces)
     if not namespace:
         raise ConfigError(
             "--leader-elect: no namespace for the Lease; outside a pod pass "
@@ -507,15 +502,11 @@ def sharding_settings(
         return None
     ring = args.sharding_ring or environ.get("OPERATOR_NAME", "")
     if not ring:
-        ring = re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-")[:50] or "operator"
+        ring = _cwd_slug()[:50] or "operator"
     problem = check_ring_name(ring)
     if problem is not None:
         raise ConfigError(f"--sharding-ring: {problem}")
-    namespace = args.sharding_namespace or environ.get("POD_NAMESPACE", "")
-    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
-        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
-    if not namespace and namespaces:
-        namespace = namespaces[0]
+    namespace = _lease_namespace(args.sharding_namespace, environ, namespaces)
     if not namespace:
         raise ConfigError(
             "--sharding: no namespace for the ring's Leases; outside a pod pass "
@@ -540,3 +531,21 @@ def sharding_settings(
         renew_deadline=lease.renew_deadline,
         retry_period=lease.retry_period,
     )
+
+
+def _cwd_slug() -> str:
+    """The working directory's name as a DNS label ("" when nothing is left)."""
+    return re.sub(r"[^a-z0-9-]+", "-", Path.cwd().name.lower()).strip("-")
+
+
+def _lease_namespace(
+    flag: str | None, environ: Mapping[str, str], namespaces: Sequence[str] | None
+) -> str:
+    """Where Leases go: the flag, else this pod's namespace (from the environment or
+    its service account), else the first watched namespace; "" when none is known."""
+    namespace = flag or environ.get("POD_NAMESPACE", "")
+    if not namespace and SERVICE_ACCOUNT_NAMESPACE.is_file():
+        namespace = SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
+    if not namespace and namespaces:
+        namespace = namespaces[0]
+    return namespace
