@@ -164,6 +164,33 @@ def _pull(cluster: LocalCluster, image: str, progress: Progress) -> Path:
     return imagerun.pull_bundle(image, target, progress=progress)
 
 
+def _pulled_bundle(
+    cluster: LocalCluster, image: str, *, skip_validation: bool, progress: Progress
+) -> tuple[str, LoadedBundle, Obj]:
+    """Once OLM v1 and the registry are known to serve: the registry's address, and the
+    bundle image's bundle and CSV, pulled and checked."""
+    v1control.require_running(cluster)
+    address = _registry_address(cluster)
+    bundle, csv = load_checked(
+        _pull(cluster, image, progress), skip_validation=skip_validation, progress=progress
+    )
+    return address, bundle, csv
+
+
+def _write_catalog(cluster: LocalCluster, run: V1Run, bundle: LoadedBundle, image: str) -> Path:
+    """Write the run's file-based catalog with `bundle` (as `image`) added; its directory."""
+    catalog = runs_dir(cluster) / run.package / "catalog"
+    documents = serve.write_catalog(
+        catalog, bundle, run.package, channel=run.channel, bundle_image=image
+    )
+    run.bundles = serve.bundle_names(documents)
+    return catalog
+
+
+def _csv_version(csv: Obj) -> str:
+    return str((csv.get("spec") or {}).get("version") or "")
+
+
 def run_bundle(
     cluster: LocalCluster,
     image: str,
@@ -175,10 +202,8 @@ def run_bundle(
     progress: Progress = print,
 ) -> V1Outcome:
     """Install the bundle image's package into `namespace` through OLM v1."""
-    v1control.require_running(cluster)
-    address = _registry_address(cluster)
-    bundle, csv = load_checked(
-        _pull(cluster, image, progress), skip_validation=skip_validation, progress=progress
+    address, bundle, csv = _pulled_bundle(
+        cluster, image, skip_validation=skip_validation, progress=progress
     )
     package = serve.package_of(bundle)
     if load_run(cluster, package) is not None:
@@ -193,17 +218,13 @@ def run_bundle(
         catalog=v1model.catalog_name(package),
         extension=v1model.extension_name(package),
     )
-    here = runs_dir(cluster) / package
-    documents = serve.write_catalog(
-        here / "catalog", bundle, package, channel=run.channel, bundle_image=image
-    )
-    run.bundles = serve.bundle_names(documents)
+    catalog = _write_catalog(cluster, run, bundle, image)
     save_run(cluster, run)  # from here on, `olm cleanup --v1` finds whatever was created
     run.catalog_image = imagerun.catalog_image(
-        cluster, here / "catalog", package, address=address, progress=progress
+        cluster, catalog, package, address=address, progress=progress
     )
     save_run(cluster, run)
-    version = str((csv.get("spec") or {}).get("version") or "")
+    version = _csv_version(csv)
     progress(f"installing {csv['metadata']['name']} into {namespace} through OLM v1")
     return asyncio.run(_install(cluster, run, version, timeout, progress))
 
@@ -304,25 +325,19 @@ def bundle_upgrade(
     progress: Progress = print,
 ) -> V1Outcome:
     """Add a newer bundle image to the run's catalog; OLM v1 upgrades to it."""
-    v1control.require_running(cluster)
-    address = _registry_address(cluster)
-    bundle, csv = load_checked(
-        _pull(cluster, image, progress), skip_validation=skip_validation, progress=progress
+    address, bundle, csv = _pulled_bundle(
+        cluster, image, skip_validation=skip_validation, progress=progress
     )
     run = find_run(cluster, package or serve.package_of(bundle))
     csv_name = str(csv["metadata"]["name"])
     if csv_name in run.bundles:
         raise ConfigError(f"{csv_name} is already in the catalog of {run.package}")
-    here = runs_dir(cluster) / run.package
-    documents = serve.write_catalog(
-        here / "catalog", bundle, run.package, channel=run.channel, bundle_image=image
-    )
-    run.bundles = serve.bundle_names(documents)
+    catalog = _write_catalog(cluster, run, bundle, image)
     run.catalog_image = imagerun.catalog_image(
-        cluster, here / "catalog", run.package, address=address, progress=progress
+        cluster, catalog, run.package, address=address, progress=progress
     )
     save_run(cluster, run)
-    version = str((csv.get("spec") or {}).get("version") or "")
+    version = _csv_version(csv)
     return asyncio.run(_upgrade(cluster, run, version, timeout, progress))
 
 
