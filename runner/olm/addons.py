@@ -4,10 +4,13 @@ ready or listens, and telling which of them are healthy."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -94,3 +97,25 @@ async def delete_crds(client: KubeClient, crds: list[Path], *, progress: Progres
         for crd in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if crd and await api.delete(client, model.CRD, crd["metadata"]["name"], None):
                 progress(f"deleting CRD {crd['metadata']['name']}")
+
+
+def remove(
+    cluster: LocalCluster,
+    names: Sequence[str],
+    state_dir: Path,
+    *,
+    while_running: Callable[[], Coroutine[Any, Any, None]],
+    after_stop: Callable[[], Coroutine[Any, Any, None]],
+    progress: Progress,
+) -> None:
+    """Run `while_running` (removing what the add-ons must finalize themselves), stop the
+    add-ons `names` in that order, run `after_stop`, then delete `state_dir`. The API
+    calls are skipped when the cluster is gone."""
+    if cluster.kubeconfig.is_file() and cluster.is_up():
+        asyncio.run(while_running())
+    for name in names:
+        if cluster.stop_addon(name):
+            progress(f"stopped {name}")
+    if cluster.kubeconfig.is_file() and cluster.is_up():
+        asyncio.run(after_stop())
+    shutil.rmtree(state_dir, ignore_errors=True)

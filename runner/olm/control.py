@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -256,14 +255,14 @@ def uninstall(cluster: LocalCluster, *, progress: Progress = print) -> None:
     """Remove OLM: the CSVs left (while OLM still runs to finalize them), the operator
     processes, the objects `install` created and the CRDs, and the state. Bundles run
     with `olm run-bundle` are cleaned up before (`bundles.cleanup`), by the caller."""
-    if cluster.kubeconfig.is_file() and cluster.is_up():
-        asyncio.run(_delete_csvs(cluster, progress))
-    for name in (*reversed(OPERATORS), SERVICE_DIAL):
-        if cluster.stop_addon(name):
-            progress(f"stopped {name}")
-    if cluster.kubeconfig.is_file() and cluster.is_up():
-        asyncio.run(_delete_base(cluster, progress))
-    shutil.rmtree(olm_dir(cluster), ignore_errors=True)
+    addons.remove(
+        cluster,
+        (*reversed(OPERATORS), SERVICE_DIAL),
+        olm_dir(cluster),
+        while_running=lambda: _delete_csvs(cluster, progress),
+        after_stop=lambda: _delete_base(cluster, progress),
+        progress=progress,
+    )
 
 
 async def _delete_csvs(cluster: LocalCluster, progress: Progress) -> None:

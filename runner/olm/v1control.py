@@ -289,14 +289,14 @@ def uninstall(cluster: LocalCluster, *, progress: Progress = print) -> None:
     """Remove OLM v1: every ClusterExtension (while operator-controller still runs to
     uninstall what it installed) and ClusterCatalog, both processes, the webhook, the
     namespace, the CRDs and the state."""
-    if cluster.kubeconfig.is_file() and cluster.is_up():
-        asyncio.run(_delete_objects(cluster, progress))
-    for name in reversed(COMPONENTS):
-        if cluster.stop_addon(name):
-            progress(f"stopped {name}")
-    if cluster.kubeconfig.is_file() and cluster.is_up():
-        asyncio.run(_delete_base(cluster, progress))
-    shutil.rmtree(v1_dir(cluster), ignore_errors=True)
+    addons.remove(
+        cluster,
+        tuple(reversed(COMPONENTS)),
+        v1_dir(cluster),
+        while_running=lambda: _delete_objects(cluster, progress),
+        after_stop=lambda: _delete_base(cluster, progress),
+        progress=progress,
+    )
 
 
 async def _delete_objects(cluster: LocalCluster, progress: Progress) -> None:
