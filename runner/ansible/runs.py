@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ansible_runner import Runner, RunnerConfig
 
@@ -55,6 +55,7 @@ __all__ = [
     "PAYLOAD_CALLBACK_DIR",
     "Runs",
     "RunsBackend",
+    "RunsOptions",
     "run_env",
     "run_with_ansible_runner",
     "write_inputs",
@@ -310,6 +311,18 @@ class Runs:
                 len(removed),
                 self._budget.total(),
             )
+
+
+class RunsOptions(TypedDict, total=False):
+    """The keyword arguments of `Runs` that a backend passes through (see `Runs`)."""
+
+    log_events: LogEvents
+    debug_logs: bool
+    logger: logging.Logger | None
+    env: Mapping[str, str] | None
+    max_workers: int
+    max_artifacts_bytes: int
+    share_payloads: bool
 
 
 class RunsBackend:

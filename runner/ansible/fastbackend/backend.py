@@ -29,7 +29,6 @@ ansible-runner (logged) for a while. Runs are bounded by the backend's worker th
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 import tempfile
@@ -37,14 +36,19 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ansible_runner import RunnerConfig
 
-from runner.ansible.backend import LogEvents
 from runner.ansible.fastbackend import wire
 from runner.ansible.fastbackend.zygotes import READY_TIMEOUT, Stopped, Zygote, run_in
-from runner.ansible.runs import Runs, RunsBackend, run_env, run_with_ansible_runner
+from runner.ansible.runs import (
+    Runs,
+    RunsBackend,
+    RunsOptions,
+    run_env,
+    run_with_ansible_runner,
+)
 from runner.errors import AnsibleRunError
 
 __all__ = ["FastBackend"]
@@ -65,26 +69,10 @@ class FastBackend(RunsBackend):
         self,
         base_dir: Path,
         *,
-        log_events: LogEvents = "tasks",
-        debug_logs: bool = False,
-        logger: logging.Logger | None = None,
-        env: Mapping[str, str] | None = None,
-        max_workers: int = 64,
-        max_artifacts_bytes: int = 0,
-        share_payloads: bool = True,
         python: str | None = None,
+        **options: Unpack[RunsOptions],
     ) -> None:
-        self.runs = Runs(
-            base_dir,
-            log_events=log_events,
-            debug_logs=debug_logs,
-            logger=logger,
-            env=env,
-            max_workers=max_workers,
-            max_artifacts_bytes=max_artifacts_bytes,
-            share_payloads=share_payloads,
-            step=self._execute,
-        )
+        self.runs = Runs(base_dir, step=self._execute, **options)
         self._logger = self.runs.logger
         self._python = python or sys.executable
         self._zygotes: dict[tuple[tuple[str, str], ...], Zygote] = {}

@@ -10,12 +10,10 @@ loaded into every run unless the start-up check left it out (`share_payloads`).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
 from pathlib import Path
+from typing import Unpack
 
-from runner.ansible.backend import LogEvents
-from runner.ansible.runs import Runs, RunsBackend, run_with_ansible_runner
+from runner.ansible.runs import Runs, RunsBackend, RunsOptions, run_with_ansible_runner
 
 __all__ = ["RunnerBackend"]
 
@@ -29,23 +27,6 @@ class RunnerBackend(RunsBackend):
     def __init__(
         self,
         base_dir: Path,
-        *,
-        log_events: LogEvents = "tasks",
-        debug_logs: bool = False,
-        logger: logging.Logger | None = None,
-        env: Mapping[str, str] | None = None,
-        max_workers: int = 64,
-        max_artifacts_bytes: int = 0,
-        share_payloads: bool = True,
+        **options: Unpack[RunsOptions],
     ) -> None:
-        self.runs = Runs(
-            base_dir,
-            log_events=log_events,
-            debug_logs=debug_logs,
-            logger=logger,
-            env=env,
-            max_workers=max_workers,
-            max_artifacts_bytes=max_artifacts_bytes,
-            share_payloads=share_payloads,
-            step=run_with_ansible_runner,
-        )
+        self.runs = Runs(base_dir, step=run_with_ansible_runner, **options)
