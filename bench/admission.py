@@ -36,7 +36,7 @@ import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 from kubernetes import client, config  # noqa: E402
 from kubernetes.dynamic import DynamicClient  # noqa: E402
-from support.kube import release_custom_resources, wait_for  # noqa: E402
+from support.kube import create_cr, release_custom_resources, wait_for  # noqa: E402
 from support.operator import OperatorProcess, install_crd  # noqa: E402
 
 VALIDATE = """\
@@ -165,15 +165,7 @@ def _reconcile_burst(memcached: Any, namespace: str, count: int, prefix: str) ->
     start = time.monotonic()
     for index in range(count):
         name = f"{prefix}-{index}"
-        memcached.create(
-            body={
-                "apiVersion": "cache.example.com/v1alpha1",
-                "kind": "Memcached",
-                "metadata": {"name": name},
-                "spec": {"size": 1},
-            },
-            namespace=namespace,
-        )
+        create_cr(memcached, name, namespace, {"size": 1})
         created[name] = time.monotonic()
     done: dict[str, float] = {}
     while len(done) < count and time.monotonic() - start < 900:

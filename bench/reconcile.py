@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from kubernetes import client, config  # noqa: E402
-from support.kube import release_custom_resources  # noqa: E402
+from support.kube import create_cr, release_custom_resources  # noqa: E402
 from support.operator import OperatorProcess, install_crd  # noqa: E402
 
 from runner.cluster.local import LocalCluster, default_state_dir  # noqa: E402
@@ -75,15 +75,7 @@ def main() -> int:
         start = time.monotonic()
         for index in range(args.count):
             name = f"m-{index}"
-            memcached.create(
-                body={
-                    "apiVersion": "cache.example.com/v1alpha1",
-                    "kind": "Memcached",
-                    "metadata": {"name": name},
-                    "spec": {"size": 1},
-                },
-                namespace=namespace,
-            )
+            create_cr(memcached, name, namespace, {"size": 1})
             created[name] = time.monotonic()
         done: dict[str, float] = {}
         peak = 0

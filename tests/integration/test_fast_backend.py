@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kube import wait_for
+from support.kube import create_cr, wait_for
 
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.hooks.modexec import IN_PROCESS_NOTE
@@ -147,15 +147,7 @@ async def test_kubernetes_modules_in_process_match_new_interpreters(
     outputs: dict[str, str] = {}
     for kind, backend_type in (("runner", RunnerBackend), ("fast", FastBackend)):
         name = f"probe-{kind}"
-        memcached_crd.create(
-            body={
-                "apiVersion": "cache.example.com/v1alpha1",
-                "kind": "Memcached",
-                "metadata": {"name": name},
-                "spec": {"size": 1},
-            },
-            namespace=namespace,
-        )
+        create_cr(memcached_crd, name, namespace, {"size": 1})
         backend = backend_type(tmp_path / f"runner-{kind}", env=FAST)
         events: list[dict[str, Any]] = []
         req = RunRequest(
