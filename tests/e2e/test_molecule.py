@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes.dynamic.exceptions import NotFoundError
+from support.cli import run_cli
 from support.kube import documents
 from support.molecule_run import MoleculeRuns, workers
 from support.operator import install_crd
@@ -54,15 +53,7 @@ def _scaffold_guestbook(root: Path) -> Path:
         ["init", "--domain", "example.com"],
         ["create", "api", "--group", "web", "--version", "v1alpha1", "--kind", "Guestbook"],
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "runner.cli", *args],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"{args}: {done.stdout}\n{done.stderr}"
+        run_cli(root, *args, timeout=120)
     return root
 
 

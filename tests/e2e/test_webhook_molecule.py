@@ -10,11 +10,10 @@ negative size refused with the validation role's message.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_cli
 from support.molecule_run import molecule_test
 
 
@@ -28,15 +27,7 @@ def webhook_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["create", "api", *kind],
         ["create", "webhook", *kind, "--defaulting", "--programmatic-validation", "--conversion"],
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "runner.cli", *args],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"{args}: {done.stdout}\n{done.stderr}"
+        run_cli(root, *args, timeout=120)
     return root
 
 

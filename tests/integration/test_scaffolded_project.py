@@ -6,8 +6,6 @@ ConfigMap appears, owned by the CR. Its kustomizations build with kubectl."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
+from support.cli import run_cli
 from support.kube import apply, condition, documents, wait_for
 from support.operator import REPO, OperatorProcess, install_crd, operator_running
 
@@ -28,27 +27,13 @@ KINDS = [
 ]
 
 
-def _cli(project: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "runner.cli", *args],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-        timeout=300,
-    )
-    assert done.returncode == 0, f"{args}: {done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("scaffold") / "web-operator"
     root.mkdir()
-    _cli(root, "init", "--domain", DOMAIN)
+    run_cli(root, "init", "--domain", DOMAIN)
     for kind, version, flag, _ in KINDS:
-        _cli(root, "create", "api", "--group", "web", "--version", version, "--kind", kind, flag)
+        run_cli(root, "create", "api", "--group", "web", "--version", version, "--kind", kind, flag)
     return root
 
 
@@ -139,7 +124,7 @@ def test_kustomizations_build(
     and the memcached sample's)."""
     root = project if where == "scaffolded" else REPO
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-    out = _cli(root, "cluster", "kubectl", "kustomize", directory, env=env)
+    out = run_cli(root, "cluster", "kubectl", "kustomize", directory, env=env)
     kinds = [doc["kind"] for doc in yaml.safe_load_all(out) if doc]
     assert kinds.count("CustomResourceDefinition") == crds
     if directory == "config/default":
@@ -183,7 +168,7 @@ def test_deploy_is_accepted_by_the_api_server(
     (created,) = wait_for(usable, timeout=90, message=f"namespace {system} usable", interval=1)
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     try:
-        out = _cli(
+        out = run_cli(
             root, "cluster", "kubectl", "apply", "-k", "config/default", "--dry-run=server", env=env
         )
     finally:
