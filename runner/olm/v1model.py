@@ -31,6 +31,8 @@ SERVICE_ACCOUNTS = {
 # catalogd's mutating webhook labels every ClusterCatalog with its own name, the label
 # a ClusterExtension's catalog selector matches.
 CATALOG_NAME_LABEL = "olm.operatorframework.io/metadata.name"
+# operator-controller labels every object it installs with its ClusterExtension's name.
+OWNER_NAME_LABEL = "olm.operatorframework.io/owner-name"
 WEBHOOK_CONFIGURATION = "catalogd-mutating-webhook-configuration"
 WEBHOOK_NAME = "inject-metadata-name.olm.operatorframework.io"
 WEBHOOK_PATH = "/mutate-olm-operatorframework-io-v1-clustercatalog"

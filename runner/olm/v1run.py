@@ -365,6 +365,10 @@ def cleanup(cluster: LocalCluster, package: str | None, *, progress: Progress = 
 async def _cleanup(cluster: LocalCluster, run: V1Run, progress: Progress) -> None:
     client = await _client(cluster)
     try:
+        # The CRDs go after the extension, each once its custom resources are removed;
+        # `cleanup` returns when they are gone, so a new install never meets a dying CRD.
+        owned = f"{v1model.OWNER_NAME_LABEL}={run.extension}"
+        crds = await api.listed(client, model.CRD, None, label_selector=owned)
         if await api.delete(client, v1model.CLUSTER_EXTENSION, run.extension, None):
             progress(f"deleting ClusterExtension {run.extension}")
             if not await api.wait_gone(
@@ -373,6 +377,13 @@ async def _cleanup(cluster: LocalCluster, run: V1Run, progress: Progress) -> Non
                 raise OLMError(
                     f"ClusterExtension {run.extension} was not removed within 180 s; "
                     "see operator-controller's log (`olm status`)"
+                )
+        for crd in crds:
+            name = str(crd["metadata"]["name"])
+            if not await api.wait_gone(client, model.CRD, name, None, timeout=120):
+                raise OLMError(
+                    f"CustomResourceDefinition {name} was not removed within 120 s; "
+                    "are custom resources with finalizers left?"
                 )
         if await api.delete(client, v1model.CLUSTER_CATALOG, run.catalog, None):
             progress(f"deleting ClusterCatalog {run.catalog}")

@@ -304,6 +304,7 @@ def test_operator_installed_from_images_runs_on_the_real_node_and_upgrades(
     wait_for(lambda: not _namespace_exists(core, NAMESPACE), timeout=180, message="ns gone")
     extensions = client.ApiextensionsV1Api(core.api_client)
     crds = [c.metadata.name for c in extensions.list_custom_resource_definition().items]
+    # `cleanup --v1` returns only once the extension's CRDs are gone.
     assert "memcacheds.cache.example.com" not in crds
     rbac = client.RbacAuthorizationV1Api(core.api_client)
     owned = [
@@ -480,6 +481,7 @@ def test_the_same_bundles_install_and_upgrade_through_olm_v1(
     )
     extensions = client.ApiextensionsV1Api(core.api_client)
     crds = [c.metadata.name for c in extensions.list_custom_resource_definition().items]
+    # `cleanup --v1` returns only once the extension's CRDs are gone.
     assert "memcacheds.cache.example.com" not in crds
     assert not [c for c in crds if c.endswith(V1_GROUP)]
     rbac = client.RbacAuthorizationV1Api(core.api_client)
