@@ -104,12 +104,19 @@ test-packages: ## every Debian package `make test` needs, where missing
 # of a test are timed apart), so that a test or fixture that grows slow shows in CI's log.
 DURATIONS ?= --durations=25 --durations-min=1
 
+# The pytest runs of `make test` go over PYTEST_WORKERS processes (pytest-xdist): tests
+# that share something machine- or cluster-wide stay on one worker, every other module
+# is a unit of its own (tests/support/parallel.py). PYTEST_WORKERS=0 runs them in one
+# process, in collection order.
+PYTEST_WORKERS ?= 3
+XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+
 # `make test` installs the `bench` extra too (matplotlib, ansible-runner-http), so that
 # the chart drawing of bench/charts.py is tested: about a minute once per fresh venv.
 .PHONY: test
 test: lint binaries test-packages venv-core218 bench-compare-deps ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
-	$(BIN)/pytest $(DURATIONS) $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
-	$(CORE218_PYTEST) $(CORE218_TESTS) $(DURATIONS) $(PYTEST_ARGS); rc218=$$?; \
+	$(BIN)/pytest $(XDIST) $(DURATIONS) $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
+	$(CORE218_PYTEST) $(CORE218_TESTS) $(XDIST) $(DURATIONS) $(PYTEST_ARGS); rc218=$$?; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rc218
 
 # The second ansible-core line CI tests: the main venv has the newest the ranges allow

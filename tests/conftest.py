@@ -2,7 +2,8 @@
 
 The cluster comes from `$ANSIBLE_OPERATOR_TEST_KUBECONFIG` when set; otherwise the
 project's local cluster (`ansible-operator cluster`) is reused if it runs, or started
-for the session and stopped afterwards.
+for the session and stopped afterwards (once for all workers of a pytest-xdist run,
+see support.parallel).
 """
 
 from __future__ import annotations
@@ -19,13 +20,40 @@ REPO = Path(__file__).resolve().parents[1]
 MEMCACHED_CRD = REPO / "config" / "crd" / "bases" / "cache.example.com_memcacheds.yaml"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_configure(config: pytest.Config) -> None:
+    from support import parallel
+
+    if not parallel.is_worker():
+        parallel.start_run()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from support import parallel
+
+    if not parallel.is_worker() and not os.environ.get("ANSIBLE_OPERATOR_TEST_KUBECONFIG"):
+        from runner.cluster.local import default_state_dir
+
+        parallel.stop_shared_cluster(default_state_dir())
+
+
+# First: xdist's own hook turns the group markers into node id suffixes.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from support import parallel
+
+    grouped = getattr(config.option, "dist", "no") == "loadgroup"
+    modules = {}
     for item in items:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
+        modules[item] = "/".join(parts)
         if parts[0] in ("integration", "e2e"):
             item.add_marker(getattr(pytest.mark, parts[0]))
         if parts[:2] == ("integration", "engine"):
             item.add_marker(pytest.mark.engine)
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(parallel.group_of(modules[item])))
+    if grouped:
+        items.sort(key=lambda item: parallel.rank(modules[item]))
 
 
 @pytest.fixture(scope="session")
@@ -34,8 +62,13 @@ def kubeconfig() -> Iterator[Path]:
     if given:
         yield Path(given)
         return
+    from support import parallel
+
     from runner.cluster.local import LocalCluster, default_state_dir
 
+    if parallel.is_worker():
+        yield parallel.shared_cluster(default_state_dir())
+        return
     cluster = LocalCluster(default_state_dir())
     if cluster.is_up():
         yield cluster.kubeconfig

@@ -7,10 +7,12 @@ from; a later session with the same inputs finds the tag and builds nothing.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from runner.cluster import build, images
@@ -57,18 +59,30 @@ def exists(tag: str) -> bool:
     return images.image_exists(TOOL, tag, env())
 
 
+@contextlib.contextmanager
+def _building(name: str) -> Iterator[None]:
+    """One build of image `name` at a time on this machine: test processes running side
+    by side (pytest-xdist) wait for the first build and then find its tag."""
+    lock = cache() / "locks" / f"test-image-{name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def runtime_image() -> str:
     """The runtime image's tag, built unless an image of the same inputs exists."""
     tag = f"localhost/ansible-operator-test:{digest(RUNTIME_INPUTS, RUNTIME_ARGS)}"
-    if not exists(tag):
-        images.build(
-            TOOL,
-            tag=tag,
-            dockerfile=str(REPO / "Dockerfile"),
-            context=str(REPO),
-            cache=cache(),
-            build_args=RUNTIME_ARGS,
-        )
+    with _building("runtime"):
+        if not exists(tag):
+            images.build(
+                TOOL,
+                tag=tag,
+                dockerfile=str(REPO / "Dockerfile"),
+                context=str(REPO),
+                cache=cache(),
+                build_args=RUNTIME_ARGS,
+            )
     return tag
 
 
@@ -78,11 +92,21 @@ def sample_image() -> str:
     name is left alone: other sessions may have built another runtime)."""
     runtime = runtime_image()
     tag = f"localhost/memcached-operator-test:{digest(SAMPLE_INPUTS, {'runtime': runtime})}"
-    if not exists(tag):
-        dockerfile = str(REPO / "sample.Dockerfile")
-        podman(
-            "build", "--network", "host", "--from", runtime, "-f", dockerfile, "-t", tag, str(REPO)
-        )
+    with _building("sample"):
+        if not exists(tag):
+            dockerfile = str(REPO / "sample.Dockerfile")
+            podman(
+                "build",
+                "--network",
+                "host",
+                "--from",
+                runtime,
+                "-f",
+                dockerfile,
+                "-t",
+                tag,
+                str(REPO),
+            )
     return tag
 
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError
+from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
 
 T = TypeVar("T")
 
@@ -68,20 +68,27 @@ def apply(
     """Create each object (or replace it if it exists); namespaced ones go to `namespace`
     unless they name their own."""
     objects = documents(source) if isinstance(source, str | Path) else list(source)
-    created = []
-    for obj in objects:
-        resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        ns = obj.get("metadata", {}).get("namespace") or (
-            namespace if resource.namespaced else None
-        )
+    return [_apply_one(dyn, obj, namespace) for obj in objects]
+
+
+def _apply_one(dyn: DynamicClient, obj: dict[str, Any], namespace: str, tries: int = 5) -> Any:
+    """Create or replace `obj`; a conflict (another test process created or changed the
+    same object meanwhile, e.g. a shared CRD) means read it again and retry."""
+    resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    ns = obj.get("metadata", {}).get("namespace") or (namespace if resource.namespaced else None)
+    for attempt in range(tries):
         try:
-            current = resource.get(name=obj["metadata"]["name"], namespace=ns)
-        except NotFoundError:
-            created.append(resource.create(body=obj, namespace=ns))
-            continue
-        obj.setdefault("metadata", {})["resourceVersion"] = current.metadata.resourceVersion
-        created.append(resource.replace(body=obj, namespace=ns))
-    return created
+            try:
+                current = resource.get(name=obj["metadata"]["name"], namespace=ns)
+            except NotFoundError:
+                return resource.create(body=obj, namespace=ns)
+            obj.setdefault("metadata", {})["resourceVersion"] = current.metadata.resourceVersion
+            return resource.replace(body=obj, namespace=ns)
+        except ConflictError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.2)
+    raise AssertionError("unreachable")
 
 
 def get_or_none(resource: Any, name: str, namespace: str) -> Any:
