@@ -36,24 +36,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         parallel.stop_shared_cluster(default_state_dir())
 
 
-# First: xdist's own hook turns the group markers into node id suffixes.
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     from support import parallel
 
-    grouped = getattr(config.option, "dist", "no") == "loadgroup"
-    modules = {}
     for item in items:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
-        modules[item] = "/".join(parts)
         if parts[0] in ("integration", "e2e"):
             item.add_marker(getattr(pytest.mark, parts[0]))
         if parts[:2] == ("integration", "engine"):
             item.add_marker(pytest.mark.engine)
-        if grouped:
-            item.add_marker(pytest.mark.xdist_group(parallel.group_of(modules[item])))
-    if grouped:
-        items.sort(key=lambda item: parallel.rank(modules[item]))
+    if parallel.is_worker():
+        items.sort(key=lambda item: parallel.rank(parallel.module_of(item.nodeid)))
+
+
+# Before xdist's own (the first answer wins); only called when xdist runs the session.
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from support import parallel
+
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return parallel.group_scheduler(config, log)
 
 
 @pytest.fixture(scope="session")

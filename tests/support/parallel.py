@@ -6,10 +6,13 @@ or starts it and records the run's token beside its state directory; the control
 (the process that started the workers, and outlives them) stops it at the end when the
 record is its own. A serial run keeps starting and stopping it in its fixture.
 
-The groups (`--dist loadgroup`): tests that share something machine- or cluster-wide
-that two of them cannot use at once run on one worker, one after another; every other
-module is a group of its own (its module-scoped fixtures are set up once). The slowest
-groups are handed out first, so that the run does not end waiting on one of them.
+The groups (`--dist loadgroup`, whose scheduler `group_scheduler` replaces): tests that
+share something machine- or cluster-wide that two of them cannot use at once run on one
+worker, one after another; every other module is a group of its own (its module-scoped
+fixtures are set up once). The slowest groups are handed out first (each worker sorts
+its collection by `rank`, and the scheduler keeps that order), so that the run does not
+end waiting on one of them. (Groups are not `xdist_group` markers: xdist 3.8 marks the
+group in an item's node id, which pytest 9.2 no longer reads.)
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # Set by the controller for its workers: which run started the shared cluster.
 RUN_TOKEN = "ANSIBLE_OPERATOR_TEST_RUN"
@@ -64,6 +68,24 @@ _TIER_ORDER = {"e2e": 0, "integration": 1, "unit": 2}
 def group_of(module: str) -> str:
     """The xdist group of a test module (its path under tests/)."""
     return GROUP_OF.get(module, module)
+
+
+def module_of(nodeid: str) -> str:
+    """The test module of a node id (`tests/unit/test_x.py::test_y[z]`), under tests/."""
+    return nodeid.split("::")[0].removeprefix("tests/")
+
+
+def group_scheduler(config: Any, log: Any) -> Any:
+    """xdist's scheduler by scope, with a scope per group rather than per module, work
+    handed out in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(module_of(nodeid))
+
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)
 
 
 def rank(module: str) -> tuple[int, int]:
