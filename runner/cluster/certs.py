@@ -11,13 +11,13 @@ import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from runner.certauthority import CertificateAuthority, cert_pem, key_pem, new_key
 
 _VALIDITY = datetime.timedelta(days=365)
 _SERVING_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
-_SERVING_IPS = ("127.0.0.1", "10.0.0.1")
 
 
 @dataclass(frozen=True)
@@ -49,29 +49,34 @@ def _write(path: Path, data: bytes, *, private: bool = False) -> None:
         path.chmod(0o600)
 
 
-def ensure_pki(directory: Path) -> PKI:
-    """Create the CA, serving certificate and service-account keys unless present."""
+def _covers(cert: Path, ip: str) -> bool:
+    names = (
+        x509.load_pem_x509_certificate(cert.read_bytes())
+        .extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        .value
+    )
+    return ip in {str(address) for address in names.get_values_for_type(x509.IPAddress)}
+
+
+def ensure_pki(directory: Path, *, service_ip: str = "10.0.0.1") -> PKI:
+    """Create the CA, serving certificate and service-account keys unless present. The
+    serving certificate covers `service_ip` (the `kubernetes` Service's address, which
+    in-cluster clients dial); one made for another address is made again."""
     pki = PKI.under(directory)
     if all(p.is_file() for p in vars(pki).values()):
+        if not _covers(pki.serving_cert, service_ip):
+            pki.serving_cert.unlink()
+            _issue_apiserver_cert(pki, service_ip)
         return pki
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     ca = CertificateAuthority.create(
         "ansible-operator-local-ca", key_type="rsa", validity=_VALIDITY, path_length=None, now=now
     )
-    serving_key, serving_cert = ca.issue_serving(
-        "kube-apiserver",
-        names=_SERVING_NAMES,
-        ips=_SERVING_IPS,
-        key_type="rsa",
-        validity=_VALIDITY,
-        now=now,
-    )
     sa_key = new_key("rsa")
     _write(pki.ca_key, key_pem(ca.key), private=True)
     _write(pki.ca_cert, cert_pem(ca.cert))
-    _write(pki.serving_key, key_pem(serving_key), private=True)
-    _write(pki.serving_cert, cert_pem(serving_cert))
+    _issue_apiserver_cert(pki, service_ip)
     _write(pki.service_account_key, key_pem(sa_key), private=True)
     _write(
         pki.service_account_pub,
@@ -82,10 +87,27 @@ def ensure_pki(directory: Path) -> PKI:
     return pki
 
 
+def _issue_apiserver_cert(pki: PKI, service_ip: str) -> None:
+    ensure_serving_cert(
+        pki,
+        pki.serving_cert,
+        pki.serving_key,
+        common_name="kube-apiserver",
+        names=_SERVING_NAMES,
+        ips=("127.0.0.1", service_ip),
+    )
+
+
 def ensure_serving_cert(
-    pki: PKI, cert: Path, key: Path, *, common_name: str, ips: tuple[str, ...]
+    pki: PKI,
+    cert: Path,
+    key: Path,
+    *,
+    common_name: str,
+    ips: tuple[str, ...],
+    names: tuple[str, ...] = ("localhost",),
 ) -> None:
-    """A serving certificate for `ips` (and localhost) signed by the cluster's CA, made
+    """A serving certificate for `ips` and `names` signed by the cluster's CA, made
     once (e.g. the local registry's, trusted by whoever trusts the cluster)."""
     if cert.is_file() and key.is_file():
         return
@@ -94,7 +116,7 @@ def ensure_serving_cert(
     )
     serving_key, serving_cert = ca.issue_serving(
         common_name,
-        names=("localhost",),
+        names=names,
         ips=ips,
         key_type="rsa",
         validity=_VALIDITY,
