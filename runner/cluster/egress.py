@@ -29,6 +29,7 @@ import ipaddress
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from runner.cluster import chains, podnet
 from runner.cluster.chains import Chain
@@ -36,6 +37,10 @@ from runner.cluster.machine import program
 from runner.cluster.nodeconfig import NodeLayout
 from runner.errors import ClusterError
 
+# Which state directory each guard belongs to (by chain name), so that the guard of a
+# cluster deleted without `down` can be found and removed; gone after a reboot, like the
+# chains themselves.
+RECORDS = Path("/run/ansible-operator-egress")
 # First choice first; the later ones for machines whose networks use the first.
 # 198.18.0.0/15 is reserved for benchmark tests (RFC 2544): real networks rarely use it.
 SERVICE_RANGES = ("10.0.0.0/24", "10.96.0.0/24", "198.18.0.0/24")
@@ -120,13 +125,44 @@ def install(layout: NodeLayout, destinations: Sequence[str]) -> None:
     if reason is not None:
         raise ClusterError(reason)
     chains.install([guard_chain(layout, destinations)])
+    with contextlib.suppress(OSError):
+        RECORDS.mkdir(parents=True, exist_ok=True)
+        (RECORDS / chain_name(layout)).write_text(str(layout.state_dir), encoding="utf-8")
+
+
+def _remove_chain(name: str) -> bool:
+    with contextlib.suppress(ClusterError, OSError):
+        return bool(chains.remove([Chain("filter", name, ("OUTPUT", "FORWARD"))]))
+    return False
+
+
+def _forget(name: str) -> None:
+    with contextlib.suppress(OSError):
+        (RECORDS / name).unlink(missing_ok=True)
+        RECORDS.rmdir()  # only when it is empty
 
 
 def remove(layout: NodeLayout) -> bool:
     """Remove the guard if it is there; never fails (a stop must go on)."""
-    with contextlib.suppress(ClusterError, OSError):
-        return bool(chains.remove([guard_chain(layout)]))
-    return False
+    removed = _remove_chain(chain_name(layout))
+    _forget(chain_name(layout))
+    return removed
+
+
+def sweep_orphans() -> list[str]:
+    """Remove the guards of clusters that are gone without `down` (their state directory
+    holds no `state.json` any more: deleted, or its `up` was killed before it could clean
+    up); returns the chains removed. A cluster saves its state before its guard."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for record in sorted(RECORDS.iterdir()) if RECORDS.is_dir() else []:
+            state_dir = Path(record.read_text(encoding="utf-8").strip())
+            if (state_dir / "state.json").is_file():
+                continue
+            if _remove_chain(record.name):
+                removed.append(record.name)
+            _forget(record.name)
+    return removed
 
 
 def installed(layout: NodeLayout) -> bool:

@@ -207,6 +207,10 @@ class LocalCluster:
         )
         self._write_kubeconfig(state, pki)
         try:
+            for orphan in egress.sweep_orphans():
+                progress(f"removed iptables chain filter/{orphan} (its cluster is gone)")
+            # Saved first: a guard whose cluster has no state.json is an orphan to others.
+            self._save_state(state)
             # Before anything starts that could dial a cluster address.
             self.guard_egress(state, progress=progress)
             self._start_all(state, pki, binaries, progress)

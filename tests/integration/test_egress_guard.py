@@ -17,6 +17,7 @@ from support.realnode import MachineSnapshot
 
 from runner.cluster import egress, machine
 from runner.cluster.local import FAKE_NODE, LocalCluster
+from runner.cluster.nodeconfig import NodeLayout
 from runner.errors import ClusterError
 
 pytestmark = [
@@ -146,3 +147,20 @@ def test_a_failed_start_takes_the_guard_away(
     assert seen == [True]  # installed before anything started
     assert not egress.installed(cluster.real_node.layout)
     assert _ours(_ipv4_rules(), cluster) == []
+
+
+def test_the_guard_of_a_cluster_deleted_without_down_is_swept(tmp_path: Path) -> None:
+    state_dir = tmp_path / "gone"
+    state_dir.mkdir()
+    (state_dir / "state.json").write_text("{}", encoding="utf-8")
+    layout = NodeLayout.of(state_dir)
+    egress.install(layout, ["10.0.0.0/24"])
+    try:
+        assert egress.chain_name(layout) not in egress.sweep_orphans()  # its cluster is there
+        assert egress.installed(layout)
+        (state_dir / "state.json").unlink()  # as when the directory is deleted
+        assert egress.chain_name(layout) in egress.sweep_orphans()
+        assert not egress.installed(layout)
+        assert not (egress.RECORDS / egress.chain_name(layout)).exists()
+    finally:
+        egress.remove(layout)
