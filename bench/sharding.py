@@ -45,7 +45,7 @@ RING = "shardbench"
 LABEL = f"shard.sharding.ansible-operator/{RING}"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-MEMBER = re.compile(r"joining the sharding ring \S+ as ([a-z0-9-]+)")
+MEMBER = re.compile(r"joining the ring \S+ as member ([a-z0-9-]+)")
 
 
 def log(message: str) -> None:
@@ -217,7 +217,9 @@ def create_crs(crs: client.CustomObjectsApi, namespace: str, count: int) -> None
         list(pool.map(create, range(count)))
 
 
-def run(replicas: int, *, count: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
+def run(
+    replicas: int, *, count: int, kubeconfig: Path, timeout: float, kill: bool = True
+) -> dict[str, Any]:
     core, crs = client.CoreV1Api(), client.CustomObjectsApi()
     namespace = f"shardbench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
@@ -267,7 +269,7 @@ def run(replicas: int, *, count: int, kubeconfig: Path, timeout: float) -> dict[
             for r in started
         ]
         figures["keys_moved_while_joining"] = sum(r.count(" off to ") for r in started)
-        if replicas > 1:
+        if replicas > 1 and kill:
             figures["kill"] = kill_one(started, crs, namespace)
     finally:
         stop.set()
@@ -321,6 +323,11 @@ def main() -> int:
     parser.add_argument("--replicas", default="1,3")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    parser.add_argument(
+        "--no-kill",
+        action="store_true",
+        help="memory and CPU only: do not kill a replica to time the take-over",
+    )
     args = parser.parse_args()
     config.load_kube_config(config_file=str(args.kubeconfig))
     install_crd(client.ApiextensionsV1Api())
@@ -328,7 +335,13 @@ def main() -> int:
     try:
         for replicas in (int(n) for n in args.replicas.split(",")):
             results.append(
-                run(replicas, count=args.count, kubeconfig=args.kubeconfig, timeout=args.timeout)
+                run(
+                    replicas,
+                    count=args.count,
+                    kubeconfig=args.kubeconfig,
+                    timeout=args.timeout,
+                    kill=not args.no_kill,
+                )
             )
             print(json.dumps(results[-1], indent=2), flush=True)
     finally:

@@ -193,8 +193,6 @@ async def _serve(
     namespaces = settings.watch_namespaces
     leadership = settings.leader
     ring = settings.sharding
-    if ring is not None:
-        log.info("joining the sharding ring %s/%s as %s", ring.namespace, ring.ring, ring.member)
     kubeconfig = settings.kubeconfig
     async with contextlib.AsyncExitStack() as stack:
         own_dir = await _own_run_directory(settings, environ)
@@ -293,6 +291,13 @@ async def _serve(
             ansible_args=settings.ansible_args,
             environ=run_env,
         )
+        lease = (
+            member_lease(client, ring)
+            if ring is not None
+            else LeaderElector(client, leadership)
+            if leadership
+            else None
+        )
         manager = Manager(
             client=client,
             watches=loaded,
@@ -303,13 +308,7 @@ async def _serve(
             graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
             metrics=metrics,
             events=EventRecorder(client),
-            leader=(
-                member_lease(client, ring)
-                if ring is not None
-                else LeaderElector(client, leadership)
-                if leadership
-                else None
-            ),
+            leader=lease,
         )
         sharder: Sharder | None = None
         if ring is not None:
@@ -319,7 +318,9 @@ async def _serve(
                 namespaces=namespaces,
                 metrics=ShardMetrics(metrics.registry),
                 cache=cache,
+                lease=lease,
             )
+            manager.before_stop = sharder.leave
         share_informers(manager, cache, sharder)
         if sharder is None:
             # A sharded replica's informers see only its share: others' CRs look deleted.
@@ -368,10 +369,10 @@ async def _serve(
 
 async def _shard_while_member(sharder: Sharder, manager: Manager, stop: asyncio.Event) -> None:
     """Claim and hand off keys once the controllers run (the member's Lease is held), until
-    the stop: a stopping replica takes no new keys."""
+    the replica has left the ring (the manager makes it leave after the stop)."""
     while not manager.ready()[0] and not stop.is_set():
         await asyncio.sleep(0.2)
-    await sharder.run(stop)
+    await sharder.run()
 
 
 def share_informers(manager: Manager, cache: InformerCache, sharder: Sharder | None = None) -> None:

@@ -6,7 +6,6 @@ State lives in one directory (default `./.cluster`, or `$ANSIBLE_OPERATOR_CLUSTE
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import secrets
@@ -20,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from runner.cluster import build, certs, machine, process
+from runner.cluster import build, certs, egress, machine, process
 from runner.cluster.components import components, kubelet
 from runner.cluster.kubeconfig import admin_kubeconfig
 from runner.cluster.realnode import RealNode, node_ready
@@ -30,7 +29,6 @@ from runner.progress import Ticker
 Progress = Callable[[str], None]
 
 FAKE_NODE = "kwok-node-0"
-SERVICE_CIDR = "10.0.0.0/24"
 # The API server reaches a kubelet (logs, exec) at its node's InternalIP first: a real
 # node's name need not resolve, its address is on a bridge of this machine.
 _KUBELET_ADDRESS_TYPES = (
@@ -71,6 +69,15 @@ class ClusterState:
     started_at: float
     ports: dict[str, int]
     processes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # {"service": CIDR, "pods": CIDR}; a state written by an older version has none
+    # and ran on the defaults.
+    networks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cluster_networks(self) -> egress.ClusterNetworks:
+        if not self.networks:
+            return egress.DEFAULT_NETWORKS
+        return egress.ClusterNetworks(self.networks["service"], self.networks["pods"])
 
     def running(self) -> dict[str, process.RunningProcess]:
         return {
@@ -99,7 +106,9 @@ class LocalCluster:
             raw = json.loads(self._state_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        return ClusterState(raw["started_at"], raw["ports"], raw["processes"])
+        return ClusterState(
+            raw["started_at"], raw["ports"], raw["processes"], raw.get("networks") or {}
+        )
 
     def _save_state(self, state: ClusterState) -> None:
         self._state_file.write_text(json.dumps(vars(state), indent=2), encoding="utf-8")
@@ -165,6 +174,9 @@ class LocalCluster:
                 )
         if self.is_up():
             progress(f"cluster already running; kubeconfig: {self.kubeconfig}")
+            running = self.load_state()
+            if running is not None and not egress.installed(self.real_node.layout):
+                self.guard_egress(running, progress=progress)  # started by an older version
             if real_node:
                 return self.start_real_node(progress=progress)
             return 0.0
@@ -174,7 +186,8 @@ class LocalCluster:
             raise ClusterError(f"port {apiserver_port} on {process.LOOPBACK} is already in use")
         started = time.monotonic()
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        pki = certs.ensure_pki(self.state_dir / "pki")
+        networks = self._choose_networks(progress)
+        pki = certs.ensure_pki(self.state_dir / "pki", service_ip=networks.service_ip)
         ports = {
             "etcd": process.free_port(),
             "etcd-peer": process.free_port(),
@@ -183,13 +196,23 @@ class LocalCluster:
             "kube-scheduler": process.free_port(),
             "kwok": process.free_port(),
         }
-        state = ClusterState(started_at=time.time(), ports=ports)
+        state = ClusterState(
+            started_at=time.time(),
+            ports=ports,
+            networks={"service": networks.service, "pods": networks.pods},
+        )
         token = self._token()
         (self.state_dir / "tokens.csv").write_text(
             f'{token},admin,admin-uid,"system:masters"\n', encoding="utf-8"
         )
         self._write_kubeconfig(state, pki)
         try:
+            for orphan in egress.sweep_orphans():
+                progress(f"removed iptables chain filter/{orphan} (its cluster is gone)")
+            # Saved first: a guard whose cluster has no state.json is an orphan to others.
+            self._save_state(state)
+            # Before anything starts that could dial a cluster address.
+            self.guard_egress(state, progress=progress)
             self._start_all(state, pki, binaries, progress)
         except BaseException:
             self.down(keep=True, progress=lambda _msg: None)
@@ -214,14 +237,58 @@ class LocalCluster:
             )
         binary = build.ensure_built([kubelet()], root=self.cache, progress=progress)["kubelet"]
         self._ensure_apiserver_flag(state, _KUBELET_ADDRESS_TYPES, progress)
-        return self.real_node.start(
+        seconds = self.real_node.start(
             api=self.apiserver(state),
             kubeconfig=self.kubeconfig,
             apiserver_port=state.ports["kube-apiserver"],
-            service_ip=str(ipaddress.ip_network(SERVICE_CIDR).network_address + 1),
+            service_ip=state.cluster_networks.service_ip,
             kubelet=binary,
             progress=progress,
         )
+        self.guard_egress(state, progress=progress)  # now with the node's pod subnet
+        return seconds
+
+    def _choose_networks(self, progress: Progress) -> egress.ClusterNetworks:
+        """The Service and pod ranges, clear of this machine's networks."""
+        try:
+            used = egress.machine_networks()
+        except (ClusterError, OSError, ValueError) as exc:  # no `ip`, or no JSON from it
+            progress(
+                f"warning: cannot list this machine's networks ({exc}; Debian/Ubuntu: "
+                "`apt-get install -y iproute2`): using the default ranges unchecked"
+            )
+            return egress.DEFAULT_NETWORKS
+        networks = egress.choose_networks(used)
+        if networks != egress.DEFAULT_NETWORKS:
+            progress(
+                f"Service range {networks.service}, pod range {networks.pods} (the defaults "
+                "overlap networks of this machine)"
+            )
+        return networks
+
+    def guarded_ranges(self, state: ClusterState) -> list[str]:
+        """What the egress guard keeps on the machine: the Service and kwok pod ranges,
+        and the real node's pod subnet once it has one."""
+        networks = state.cluster_networks
+        ranges = [networks.service, networks.pods]
+        node = self.real_node.load()
+        if node is not None:
+            ranges.append(node.subnet)
+        return ranges
+
+    def guard_egress(self, state: ClusterState, *, progress: Progress = print) -> bool:
+        """Install (or refill) the egress guard (see `egress`); when this machine cannot
+        have one, say why and go on without: returns whether it is installed."""
+        layout = self.real_node.layout
+        try:
+            egress.install(layout, self.guarded_ranges(state))
+        except (ClusterError, OSError) as exc:
+            progress(
+                f"warning: no egress guard ({exc}): connections to the cluster's Service "
+                "and pod addresses follow this machine's default route"
+            )
+            return False
+        return True
 
     def _ensure_apiserver_flag(self, state: ClusterState, flag: str, progress: Progress) -> None:
         """Restart the API server with `flag` when a cluster started by an older version
@@ -302,7 +369,7 @@ class LocalCluster:
                 f"--tls-cert-file={pki.serving_cert}",
                 f"--tls-private-key-file={pki.serving_key}",
                 f"--client-ca-file={pki.ca_cert}",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                f"--service-cluster-ip-range={state.cluster_networks.service}",
                 _KUBELET_ADDRESS_TYPES,
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={pki.service_account_pub}",
@@ -372,7 +439,7 @@ class LocalCluster:
                 f"--kubeconfig={kubeconfig}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                "--cidr=10.244.0.0/24",
+                f"--cidr={state.cluster_networks.pods}",
                 # The API server dials a node's InternalIP for logs and exec: a fake node's
                 # must not lead off the machine.
                 f"--node-ip={loop}",
@@ -459,6 +526,9 @@ class LocalCluster:
                     stopped.append(name)
                     progress(f"stopped {name} (pid {running[name].pid})")
             self._state_file.unlink(missing_ok=True)
+        # Last: nothing of the cluster runs any more that could dial its addresses.
+        if egress.remove(self.real_node.layout):
+            progress(f"removed iptables chain filter/{egress.chain_name(self.real_node.layout)}")
         if not keep and self.state_dir.exists():
             shutil.rmtree(self.state_dir)
             progress(f"removed {self.state_dir}")
@@ -485,6 +555,16 @@ class LocalCluster:
             alive = "running" if process.is_running(proc.pid, proc.binary) else "NOT RUNNING"
             lines.append(f"  {name:<24} {alive:<12} pid {proc.pid:<8} {'-':<16} {proc.log}")
         lines += self.real_node.status_lines()
+        layout = self.real_node.layout
+        guard = (
+            f"chain {egress.chain_name(layout)} (filter OUTPUT, FORWARD) rejects "
+            + ", ".join(self.guarded_ranges(state))
+            + " unless to loopback or the real node's bridge"
+            if egress.installed(layout)
+            else f"NOT INSTALLED ({egress.why_no_guard() or 'see `cluster up`'}): "
+            "connections to cluster addresses follow the default route"
+        )
+        lines.append(f"  egress guard: {guard}")
         api = self.apiserver(state)
         ready = "ready" if api.ok("/readyz") else "not ready"
         lines.append(f"  API server {api.url}: {ready}; kubeconfig {self.kubeconfig}")

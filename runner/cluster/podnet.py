@@ -13,9 +13,10 @@ import ipaddress
 import json
 from dataclasses import dataclass
 
+from runner.cluster import chains
+from runner.cluster.chains import Chain
 from runner.cluster.machine import program, run, write_sysctl
 from runner.cluster.nodeconfig import NodeLayout
-from runner.errors import ClusterError
 
 
 def networks_in_use() -> list[ipaddress.IPv4Network]:
@@ -66,29 +67,29 @@ class PodNetworkRules:
     apiserver_port: int
 
 
-def _rule_specs(
-    layout: NodeLayout, rules: PodNetworkRules
-) -> list[tuple[str, str, str, list[str]]]:
-    """(table, builtin chain, our chain, [our chain's rules as iptables arguments])."""
-    bridge = rules.bridge
-    return [
+def pod_network_chains(layout: NodeLayout, rules: PodNetworkRules | None = None) -> list[Chain]:
+    """The node's chains (without their rules when `rules` is None: enough to remove them)."""
+    bridge = rules.bridge if rules is not None else layout.bridge
+    specs = (
         (
             "nat",
             "PREROUTING",
             layout.chain("DNAT"),
+            # Stands in for kube-proxy: the `kubernetes` Service is the API server.
             [
-                # Stands in for kube-proxy: the `kubernetes` Service is the API server.
                 f"-i {bridge} -d {rules.service_ip}/32 -p tcp --dport 443 -j DNAT "
-                f"--to-destination 127.0.0.1:{rules.apiserver_port}",
-            ],
+                f"--to-destination 127.0.0.1:{rules.apiserver_port}"
+            ]
+            if rules is not None
+            else [],
         ),
         (
             "filter",
             "INPUT",
             layout.chain("INPUT"),
+            # Pods reach this machine only as the API server (DNATed above) and with
+            # replies to connections the machine opened (probes, logs, exec).
             [
-                # Pods reach this machine only as the API server (DNATed above) and with
-                # replies to connections the machine opened (probes, logs, exec).
                 f"-i {bridge} -m conntrack --ctstate ESTABLISHED,RELATED,DNAT -j RETURN",
                 f"-i {bridge} -j DROP",
             ],
@@ -100,38 +101,21 @@ def _rule_specs(
             # Nothing from the pods leaves through another interface.
             [f"-i {bridge} ! -o {bridge} -j DROP", f"-o {bridge} ! -i {bridge} -j DROP"],
         ),
+    )
+    return [
+        Chain(table, chain, (builtin,), tuple(tuple(rule.split()) for rule in rule_list))
+        for table, builtin, chain, rule_list in specs
     ]
 
 
 def install_rules(layout: NodeLayout, rules: PodNetworkRules) -> None:
-    remove_rules(layout)
-    iptables = program("iptables")
-    for table, builtin, chain, specs in _rule_specs(layout, rules):
-        run([iptables, "-w", "-t", table, "-N", chain])
-        for spec in specs:
-            run([iptables, "-w", "-t", table, "-A", chain, *spec.split()])
-        run([iptables, "-w", "-t", table, "-I", builtin, "1", "-j", chain])
+    chains.remove(pod_network_chains(layout))
+    chains.install(pod_network_chains(layout, rules))
 
 
 def remove_rules(layout: NodeLayout) -> list[str]:
     """Delete our chains and the jumps to them; returns the chains removed."""
-    removed: list[str] = []
-    try:
-        iptables = program("iptables")
-    except ClusterError:
-        return removed
-    for table, builtin, chain in (
-        ("nat", "PREROUTING", layout.chain("DNAT")),
-        ("filter", "INPUT", layout.chain("INPUT")),
-        ("filter", "FORWARD", layout.chain("FORWARD")),
-    ):
-        jump = [iptables, "-w", "-t", table, "-D", builtin, "-j", chain]
-        while run(jump, check=False).returncode == 0:
-            pass
-        if run([iptables, "-w", "-t", table, "-F", chain], check=False).returncode == 0:
-            run([iptables, "-w", "-t", table, "-X", chain], check=False)
-            removed.append(f"{table}/{chain}")
-    return removed
+    return chains.remove(pod_network_chains(layout))
 
 
 def iptables_chains(family: str = "ipv4") -> dict[str, list[str]]:

@@ -8,6 +8,10 @@ last saw the Lease change, so clocks of different machines never need to agree. 
 graceful exit the holder releases the Lease (empty holder, one-second duration) so a
 standby takes over at its next retry instead of after a full lease duration.
 
+A sharding ring's member holds a Lease of its own the same way (`member_of` names the
+ring): nobody competes for it, its logs speak of membership rather than leadership, it
+can carry annotations (a member that is leaving says so), and a graceful exit deletes it.
+
 Two leaders must never reconcile at once, so the holder measures its lease
 conservatively: a renewal counts from when its attempt *started* (the API server wrote
 the new renewTime no earlier, so no candidate can see the Lease expire before that plus
@@ -48,6 +52,8 @@ class LeaderSettings:
     identity: str = ""
     labels: tuple[tuple[str, str], ...] = ()
     """Put on the Lease when it is created (a sharding ring finds its members by them)."""
+    member_of: str = ""
+    """The sharding ring this Lease makes its holder a member of ("" for an election)."""
 
 
 def new_identity() -> str:
@@ -68,15 +74,23 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None
         self._renewed_at = 0.0  # loop time the last successful attempt started
         self.holder = ""  # the holder the Lease named when we last read it
+        self._annotations: dict[str, str] = {}  # kept on the Lease by every write
+        self._writing = asyncio.Lock()  # one read-and-write of the Lease at a time
+        ring, where = settings.member_of, f"{settings.namespace}/{settings.name}"
+        self._what = f"member Lease {where}" if ring else f"lease {where}"
+
+    @property
+    def member_of(self) -> str:
+        """The sharding ring this Lease makes us a member of ("" for an election)."""
+        return self._s.member_of
 
     async def acquire(self) -> None:
         """Return once this process holds the Lease."""
-        log.info(
-            "waiting for the lease %s/%s (identity %s)",
-            self._s.namespace,
-            self._s.name,
-            self.identity,
-        )
+        ring = self._s.member_of
+        if ring:
+            log.info("joining the ring %s as member %s (%s)", ring, self.identity, self._what)
+        else:
+            log.info("waiting for the %s (identity %s)", self._what, self.identity)
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
@@ -85,7 +99,16 @@ class LeaderElector:
             await asyncio.sleep(self._s.retry_period)
         self._renewed_at = started
         self.is_leader = True
-        log.info("became the leader (lease %s/%s)", self._s.namespace, self._s.name)
+        if ring:
+            log.info(
+                "joined the ring %s as member %s (%s, renewed every %g s)",
+                ring,
+                self.identity,
+                self._what,
+                self._s.retry_period,
+            )
+        else:
+            log.info("became the leader (%s)", self._what)
 
     async def hold(self, on_lost: Callable[[], None]) -> None:
         """Renew until the lease is lost, then call `on_lost` (by the renew deadline).
@@ -96,9 +119,14 @@ class LeaderElector:
         except asyncio.CancelledError:
             raise
         except Exception:  # a bug must not leave us leading with nobody renewing
-            log.exception("lease %s/%s: renewing failed", self._s.namespace, self._s.name)
+            log.exception("%s: renewing failed", self._what)
         self.is_leader = False
-        log.error("lost the lease %s/%s; stopping", self._s.namespace, self._s.name)
+        if self._s.member_of:
+            log.error(
+                "lost the membership of ring %s (%s); stopping", self._s.member_of, self._what
+            )
+        else:
+            log.error("lost the %s; stopping", self._what)
         on_lost()
 
     async def _renew_until_lost(self) -> None:
@@ -109,57 +137,73 @@ class LeaderElector:
             started = loop.time()
             if started >= deadline:
                 log.error(
-                    "lease %s/%s: not renewed for %.1f s (renew deadline)",
-                    self._s.namespace,
-                    self._s.name,
+                    "%s: not renewed for %.1f s (renew deadline)",
+                    self._what,
                     started - self._renewed_at,
                 )
                 return
             if await self._try(deadline=deadline):
                 self._renewed_at = started
+                log.debug("renewed the %s", self._what)
             elif self.holder and self.holder != self.identity:
-                log.error(
-                    "lease %s/%s is held by %s now",
-                    self._s.namespace,
-                    self._s.name,
-                    self.holder,
-                )
+                log.error("%s is held by %s now", self._what, self.holder)
                 return
 
+    async def annotate(self, annotations: dict[str, str]) -> bool:
+        """Write `annotations` on the Lease now (with a renewal) and keep them on it;
+        True once written. Only while we hold it."""
+        self._annotations.update(annotations)
+        if not self.is_leader:
+            return False
+        loop = asyncio.get_running_loop()
+        return await self._try(deadline=loop.time() + self._s.renew_deadline)
+
     async def release(self) -> None:
-        """Give the Lease up now (graceful exit), if we hold it."""
+        """Give the Lease up now (graceful exit), if we hold it: a member's is deleted,
+        an election's released (no holder, one-second duration)."""
         if not self.is_leader or self._lease is None:
             return
         self.is_leader = False
-        spec = dict(self._lease.get("spec") or {})
-        if spec.get("holderIdentity") != self.identity:
-            return
-        spec.update(holderIdentity=None, leaseDurationSeconds=1, renewTime=_now())
         try:
-            async with asyncio.timeout(self._s.renew_deadline):
-                await self._client.replace(LEASE, obj={**self._lease, "spec": spec})
-            log.info("released the lease %s/%s", self._s.namespace, self._s.name)
+            async with asyncio.timeout(self._s.renew_deadline), self._writing:
+                # Read it again: a renewal cut short may have changed it after our copy.
+                lease = await self._client.get(
+                    LEASE, name=self._s.name, namespace=self._s.namespace
+                )
+                spec = dict(lease.get("spec") or {})
+                if spec.get("holderIdentity") != self.identity:
+                    return
+                if self._s.member_of:
+                    await self._client.delete(
+                        LEASE,
+                        name=self._s.name,
+                        namespace=self._s.namespace,
+                        resource_version=str(lease["metadata"]["resourceVersion"]),
+                    )
+                    log.info("left the ring %s: deleted the %s", self._s.member_of, self._what)
+                    return
+                spec.update(holderIdentity=None, leaseDurationSeconds=1, renewTime=_now())
+                await self._client.replace(LEASE, obj={**lease, "spec": spec})
+            log.info("released the %s", self._what)
         except TimeoutError:
-            log.warning("could not release the lease: no answer from the API server")
+            log.warning("could not release the %s: no answer from the API server", self._what)
         except APIError as err:
-            log.warning("could not release the lease: %s", err)
+            log.warning("could not release the %s: %s", self._what, err)
 
     async def _try(self, *, deadline: float) -> bool:
         """One attempt to acquire or renew, given up at `deadline` (loop time); True when
         we hold the Lease afterwards. Never raises but for cancellation."""
         try:
-            async with asyncio.timeout_at(deadline):
+            async with asyncio.timeout_at(deadline), self._writing:
                 held = await self._attempt()
         except Conflict:
             held = False  # someone else wrote it between our read and write
         except TimeoutError:
-            log.warning(
-                "lease %s/%s: no answer before the renew deadline", self._s.namespace, self._s.name
-            )
+            log.warning("%s: no answer before the renew deadline", self._what)
             self.healthy = False
             return False
         except Exception as err:
-            log.warning("lease %s/%s: %s", self._s.namespace, self._s.name, err)
+            log.warning("%s: %s", self._what, err)
             self.healthy = False
             return False
         self.healthy = True
@@ -180,6 +224,7 @@ class LeaderElector:
                         "name": self._s.name,
                         "namespace": self._s.namespace,
                         **({"labels": dict(self._s.labels)} if self._s.labels else {}),
+                        **({"annotations": dict(self._annotations)} if self._annotations else {}),
                     },
                     "spec": self._spec(now, transitions=0, acquired=now),
                 },
@@ -199,8 +244,11 @@ class LeaderElector:
         if holder != self.identity:
             transitions += 1
             acquired = now
+        meta = lease.get("metadata") or {}
+        if self._annotations:
+            meta = {**meta, "annotations": {**(meta.get("annotations") or {}), **self._annotations}}
         self._lease = await self._client.replace(
-            LEASE, obj={**lease, "spec": self._spec(now, transitions, acquired)}
+            LEASE, obj={**lease, "metadata": meta, "spec": self._spec(now, transitions, acquired)}
         )
         return True
 

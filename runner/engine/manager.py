@@ -4,6 +4,7 @@ Without leader election the controllers start at once. With it, the manager firs
 for the Lease; a standby runs nothing but the election. Losing the Lease stops every
 controller at once and makes `run` return 1 (the Go operator exits then, too, so the
 pod restarts as a fresh standby); a graceful stop releases the Lease for a quick handover.
+A sharded replica first hands its keys off (`before_stop`), within the same grace period.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from runner.ansible.backend import AnsibleBackend
@@ -56,6 +57,9 @@ class Manager:
         self._limit = asyncio.Semaphore(max_workers) if max_workers > 0 else None
         self._metrics = metrics
         self._events = events
+        self.before_stop: Callable[[float], Awaitable[None]] | None = None
+        """Awaited after the stop with the grace period, while the Lease is held and the
+        controllers still run (a sharded replica hands its keys off)."""
         self.on_controller: Callable[[Controller], None] = lambda _controller: None
         """Called with every controller before it starts (the proxy shares its cache)."""
         self.on_controller_stopped: Callable[[Controller], None] = lambda _controller: None
@@ -180,6 +184,8 @@ class Manager:
         if self._leader is not None and not self._leader.is_leader:
             if self._leader.healthy:
                 return True, ""
+            if self._leader.member_of:
+                return False, "joining the ring: the API server did not answer the last try"
             return False, "standby: the API server did not answer the last lease check"
         if not self._started:
             return False, "controllers not started"
@@ -198,6 +204,10 @@ class Manager:
             holder = asyncio.create_task(self._leader.hold(lost.set), name="lease-holder")
         await self.start()
         await _first(stop.wait(), lost.wait())
+        loop = asyncio.get_running_loop()
+        grace_ends = loop.time() + self._graceful
+        if self.before_stop is not None and not lost.is_set():
+            await _first(_awaited(self.before_stop(self._graceful)), lost.wait())
         if lost.is_set():
             await _cancel(holder)
             await self.shutdown(timeout=0)  # another replica leads now: stop at once
@@ -205,7 +215,7 @@ class Manager:
         # The lease is renewed while runs in flight finish, so that no standby starts
         # reconciling the same CRs meanwhile (losing it cuts them off at once); then it
         # is handed over at once.
-        await self.shutdown(cut_off=lost)
+        await self.shutdown(timeout=max(0.0, grace_ends - loop.time()), cut_off=lost)
         await _cancel(holder)
         if self._leader is not None:
             await self._leader.release()
@@ -220,6 +230,10 @@ class Manager:
         log.info("stopping: waiting up to %.0f s for running reconciles", grace)
         await asyncio.gather(*(c.stop(timeout=grace, cut_off=cut_off) for c in self.controllers))
         log.info("stopped")
+
+
+async def _awaited(awaitable: Awaitable[None]) -> None:
+    await awaitable
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:

@@ -4,6 +4,8 @@ Everything above this package sees raw JSON dicts and our own `APIError` tree; n
 above it imports kubernetes_asyncio or aiohttp's client errors.
 """
 
+# First: kubernetes_asyncio is imported below, and `slim` makes that import light.
+import runner.k8s.slim  # noqa: F401  (imported for its effect)
 from runner.k8s.client import APIResource, KubeClient
 from runner.k8s.errors import (
     APIError,

@@ -41,7 +41,7 @@ Progress = Callable[[str], None]
 Obj = dict[str, Any]
 
 # A problem OLM reports that is not (yet) final, e.g. a requirement not met, fails the
-# wait once it has lasted this long.
+# wait once it has lasted this long (unless the problem says how long it may take).
 SETTLE_SECONDS = 45.0
 
 
@@ -387,7 +387,8 @@ async def _wait_installed(
             problem_since = None
         else:
             problem_since = problem_since or time.monotonic()
-            if found.final or time.monotonic() - problem_since > SETTLE_SECONDS:
+            patience = found.settle_seconds or SETTLE_SECONDS
+            if found.final or time.monotonic() - problem_since > patience:
                 raise OLMError(f"OLM reports: {found.text}")
         if elapsed > timeout:
             lines = _lines(sub, plan, csv)

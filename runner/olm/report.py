@@ -29,12 +29,20 @@ _SUBSCRIPTION_PROBLEMS = (
 )
 
 
+# OLM's resolver retries with a backoff, and while a catalog is being replaced (an
+# upgrade, under load) it reports `ResolutionFailed` for a while before it resolves, so
+# the Subscription's problems may last longer than the waiting caller's default.
+RESOLUTION_SETTLE_SECONDS = 150.0
+
+
 @dataclass(frozen=True)
 class Problem:
-    """A failure OLM reports; `final` when waiting cannot help (a Failed phase)."""
+    """A failure OLM reports; `final` when waiting cannot help (a Failed phase), else
+    how long it may last before waiting gives up (None: the caller's default)."""
 
     text: str
     final: bool
+    settle_seconds: float | None = None
 
 
 def _name(obj: Obj | None) -> str:
@@ -136,7 +144,11 @@ def problem(sub: Obj | None, plan: Obj | None, csv: Obj | None) -> Problem | Non
         for cond in conditions(sub):
             if cond.get("type") in _SUBSCRIPTION_PROBLEMS and cond.get("status") == "True":
                 why = _why(cond.get("reason"), cond.get("message"))
-                return Problem(f"Subscription {_name(sub)} {cond.get('type')}: {why}", final=False)
+                return Problem(
+                    f"Subscription {_name(sub)} {cond.get('type')}: {why}",
+                    final=False,
+                    settle_seconds=RESOLUTION_SETTLE_SECONDS,
+                )
     return None
 
 

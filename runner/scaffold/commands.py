@@ -173,11 +173,12 @@ def _cmd_create_api(args: argparse.Namespace) -> int:
 def _cmd_create_webhook(args: argparse.Namespace) -> int:
     from runner.scaffold import writer
     from runner.scaffold.project import PROJECT_FILE
-    from runner.scaffold.webhook import WEBHOOK_FILES, webhook_plan
+    from runner.scaffold.webhook import SCENARIO_VERIFY_GLOB, WEBHOOK_FILES, webhook_plan
 
     root = Path.cwd()
     files: dict[str, str] = {}
-    for relative in (PROJECT_FILE, *WEBHOOK_FILES):
+    scenarios = [str(p.relative_to(root)) for p in sorted(root.glob(SCENARIO_VERIFY_GLOB))]
+    for relative in (PROJECT_FILE, *WEBHOOK_FILES, *scenarios):
         if (root / relative).is_file():
             files[relative] = (root / relative).read_text(encoding="utf-8")
     plan = webhook_plan(

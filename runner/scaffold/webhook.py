@@ -14,9 +14,12 @@ file texts.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from runner.errors import ConfigError
 from runner.scaffold import yamltext
@@ -27,7 +30,7 @@ from runner.scaffold.plural import plural
 from runner.scaffold.project import PROJECT_FILE, parse_project
 from runner.webhooks import declarations, manifests
 
-__all__ = ["WEBHOOK_FILES", "webhook_plan"]
+__all__ = ["SCENARIO_VERIFY_GLOB", "WEBHOOK_FILES", "webhook_plan"]
 
 WEBHOOKS_FILE = declarations.DEFAULT_FILE
 DEFAULT_KUSTOMIZATION = "config/default/kustomization.yaml"
@@ -36,6 +39,8 @@ MANIFESTS = "config/webhook/manifests.yaml"
 DOCKERFILE = "Dockerfile"
 WEBHOOK_FILES = (WEBHOOKS_FILE, DEFAULT_KUSTOMIZATION, CRD_KUSTOMIZATION, MANIFESTS, DOCKERFILE)
 """The files `webhook_plan` reads (besides PROJECT), those that exist."""
+SCENARIO_VERIFY_GLOB = "molecule/*-webhooks/verify.yml"
+"""And these: the Molecule scenarios earlier `create webhook` runs wrote."""
 
 SERVICE = "webhook-service"
 SECRET = "webhook-server-cert"
@@ -250,25 +255,117 @@ def _conversion_patch(resource: Resource, inject: str) -> str:
     )
 
 
-def _entry_block(
+_FLAGS = {
+    "validating": "--programmatic-validation",
+    "mutating": "--defaulting",
+    "conversion": "--conversion",
+}
+
+
+def _entry_keys(
     resource: Resource, *, defaulting: bool, validation: bool, conversion: bool
-) -> str:
-    entry: dict[str, Any] = {
-        "group": resource.full_group,
-        "version": resource.version,
-        "kind": resource.kind,
-    }
+) -> dict[str, Any]:
+    """The webhook keys of the kind's webhooks.yaml entry for the chosen webhooks."""
+    keys: dict[str, Any] = {}
     if validation:
-        entry["validating"] = {
+        keys["validating"] = {
             "role": f"{resource.singular}_validation",
             "operations": ["CREATE", "UPDATE"],
             "failurePolicy": "Fail",
         }
     if defaulting:
-        entry["mutating"] = {"role": f"{resource.singular}_defaulting", "failurePolicy": "Fail"}
+        keys["mutating"] = {"role": f"{resource.singular}_defaulting", "failurePolicy": "Fail"}
     if conversion:
-        entry["conversion"] = {"role": f"{resource.singular}_conversion"}
-    return yamltext.dump([entry], start=False)
+        keys["conversion"] = {"role": f"{resource.singular}_conversion"}
+    return keys
+
+
+def _refuse_duplicates(
+    known: tuple[declarations.Webhook, ...],
+    resource: Resource,
+    *,
+    defaulting: bool,
+    validation: bool,
+    conversion: bool,
+) -> None:
+    """ConfigError naming the first webhook asked for that webhooks.yaml already has (an
+    admission webhook for this GVK, a conversion webhook for this kind)."""
+    asked = [
+        t
+        for t, chosen in (
+            ("validating", validation),
+            ("mutating", defaulting),
+            ("conversion", conversion),
+        )
+        if chosen
+    ]
+    for webhook in known:
+        same_kind = webhook.gvk.group == resource.full_group and webhook.gvk.kind == resource.kind
+        same_version = webhook.type == "conversion" or webhook.gvk.version == resource.version
+        if webhook.type in asked and same_kind and same_version:
+            scope = "" if webhook.type == "conversion" else f" {resource.version}"
+            raise ConfigError(
+                f"{WEBHOOKS_FILE}: {resource.kind}.{resource.full_group}{scope} already has a "
+                f"{webhook.type} webhook ({_FLAGS[webhook.type]}, role "
+                f"{webhook.target.name}); nothing was written (edit its entry by hand to "
+                "change it)"
+            )
+
+
+def _declare(existing: str, resource: Resource, keys: dict[str, Any]) -> str:
+    """webhooks.yaml with `keys` declared for the resource: added to the entry of its
+    GVK when there is one (the rest of the text, comments included, kept as it is),
+    else a new entry at the end."""
+    entry: dict[str, Any] = {
+        "group": resource.full_group,
+        "version": resource.version,
+        "kind": resource.kind,
+    }
+    data = yamltext.load(existing, source=WEBHOOKS_FILE) if existing.strip() else None
+    if isinstance(data, list):
+        for index, item in enumerate(data):
+            if isinstance(item, dict) and all(item.get(k) == v for k, v in entry.items()):
+                return _extend_entry(existing, data, index, keys, resource)
+    block = yamltext.dump([{**entry, **keys}], start=False)
+    return yamltext.append_block(existing, block) if existing.strip() else block
+
+
+def _extend_entry(
+    text: str, data: list[Any], index: int, keys: dict[str, Any], resource: Resource
+) -> str:
+    """`keys` added at the end of the block mapping that is entry `index` of `text`."""
+    what = f"entry {index + 1} ({resource.kind}.{resource.full_group} {resource.version})"
+    by_hand = f"add {', '.join(keys)} to {what} by hand"
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    node = root.value[index] if isinstance(root, yaml.SequenceNode) else None
+    if not isinstance(node, yaml.MappingNode) or node.flow_style or not node.value:
+        raise ConfigError(f"{WEBHOOKS_FILE}: {what} is not a block mapping; {by_hand}")
+    first_key = node.value[0][0]
+    indent = " " * first_key.start_mark.column
+    lines = text.splitlines(keepends=True)
+    end = node.end_mark
+    at = end.line if end.column == 0 else end.line + 1
+    # Comments and blank lines after the entry belong to what follows it.
+    while at > first_key.start_mark.line + 1 and (
+        not lines[at - 1].strip() or lines[at - 1].lstrip().startswith("#")
+    ):
+        at -= 1
+    if at and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    added = [indent + line if line.strip() else line for line in _dump_keys(keys)]
+    result = "".join([*lines[:at], *added, *lines[at:]])
+    expected = [*data[:index], {**data[index], **keys}, *data[index + 1 :]]
+    try:
+        after = yamltext.load(result, source=WEBHOOKS_FILE)
+    except ConfigError:
+        after = None
+    if after != expected:
+        raise ConfigError(f"{WEBHOOKS_FILE}: cannot extend {what} automatically; {by_hand}")
+    return result
+
+
+def _dump_keys(keys: dict[str, Any]) -> list[str]:
+    return yamltext.dump(keys, start=False).splitlines(keepends=True)
 
 
 _MOLECULE_VARS = """\
@@ -371,6 +468,35 @@ def _molecule_files(resource: Resource, *, defaulting: bool, validation: bool) -
     }
 
 
+def _add_checks(text: str, resource: Resource, *, defaulting: bool, validation: bool) -> str:
+    """An existing scenario's verify.yml with the checks of the new webhooks appended
+    to its tasks; unchanged when it no longer has the shape `create webhook` wrote."""
+    values = {"kind": resource.kind, "singular": resource.singular}
+    checks = []
+    if defaulting:
+        checks.append(_MOLECULE_VERIFY_DEFAULTING.format(**values))
+    if validation:
+        checks.append(_MOLECULE_VERIFY_VALIDATION.format(**values))
+    if not checks:
+        return text
+    before = yamltext.load(text, source="verify.yml")
+    result = yamltext.append_block(text, "\n" + "\n".join(checks))
+    try:
+        after = yamltext.load(result, source="verify.yml")
+        added = yamltext.load(textwrap.dedent("\n".join(checks)), source="checks")
+    except ConfigError:
+        return text
+    plays_match = (
+        isinstance(before, list)
+        and isinstance(after, list)
+        and len(before) == len(after) == 1
+        and isinstance(added, list)
+    )
+    if not plays_match or after[0].get("tasks") != [*before[0].get("tasks", []), *added]:
+        return text
+    return result
+
+
 def _kustomize_value(text: str, key: str) -> str:
     data = yamltext.load(text, source=DEFAULT_KUSTOMIZATION)
     value = data.get(key) if isinstance(data, dict) else None
@@ -426,8 +552,10 @@ def webhook_plan(
     conversion: bool,
     root: Path,
 ) -> Plan:
-    """The files for a kind's webhooks, given the project's `files` (PROJECT and
-    `WEBHOOK_FILES`). Raises ConfigError before anything is written."""
+    """The files for a kind's webhooks, given the project's `files` (PROJECT,
+    `WEBHOOK_FILES` and `SCENARIO_VERIFY_GLOB`'s). A kind that has webhooks already gets
+    the new ones added to its entry (and their checks to its scenario); one it has is
+    refused. Raises ConfigError before anything is written."""
     if PROJECT_FILE not in files:
         raise ConfigError(f"{PROJECT_FILE} not found: run `create webhook` in the project")
     if not (defaulting or validation or conversion):
@@ -450,15 +578,13 @@ def webhook_plan(
     known = declarations.parse(
         existing, source=WEBHOOKS_FILE, environ={}, base_dir=root, check_paths=False
     )
-    if any(w.gvk.group == resource.full_group and w.gvk.kind == resource.kind for w in known):
-        raise ConfigError(
-            f"{WEBHOOKS_FILE}: already declares webhooks for "
-            f"{resource.kind}.{resource.full_group}; edit its entry by hand"
-        )
-    block = _entry_block(
+    _refuse_duplicates(
+        known, resource, defaulting=defaulting, validation=validation, conversion=conversion
+    )
+    keys = _entry_keys(
         resource, defaulting=defaulting, validation=validation, conversion=conversion
     )
-    webhooks_text = yamltext.append_block(existing, block) if existing.strip() else block
+    webhooks_text = _declare(existing, resource, keys)
     every = declarations.parse(
         webhooks_text, source=WEBHOOKS_FILE, environ={}, base_dir=root, check_paths=False
     )
@@ -480,7 +606,16 @@ def webhook_plan(
             create[f"roles/{resource.singular}_{suffix}/tasks/main.yml"] = template.format(
                 kind=resource.kind, cr_var=cr_var, what=what
             )
-    create.update(_molecule_files(resource, defaulting=defaulting, validation=validation))
+    scenario = _molecule_files(resource, defaulting=defaulting, validation=validation)
+    verify = next(path for path in scenario if path.endswith("/verify.yml"))
+    if verify in files:
+        # The kind's scenario exists (its earlier webhooks): its files may have been
+        # edited, so only the new webhooks' checks are added to verify.yml.
+        update[verify] = _add_checks(
+            files[verify], resource, defaulting=defaulting, validation=validation
+        )
+    else:
+        create.update(scenario)
     (update if WEBHOOKS_FILE in files else create)[WEBHOOKS_FILE] = webhooks_text
     (update if MANIFESTS in files else create)[MANIFESTS] = _manifests(every, resource, inject)
     if MANIFESTS not in files:

@@ -5,8 +5,11 @@ election's (`runner.engine.leader`, same conservative timing: a replica that can
 by its renew deadline stops every run and exits, before anyone may count it dead). A
 Lease is live while its holder is set and it changed within its duration, measured on
 this replica's clock from when it was last seen changing, so clocks never need to agree.
-A Lease released on a graceful exit (no holder) is not live at once. Leases dead for
-longer than another duration are deleted, so the ring does not collect them.
+A member stopping gracefully first marks its Lease as leaving (`LEAVING_ANNOTATION`): it
+stays live, so nobody takes its keys while it may still run them, but it is no longer
+assignable, so no key is handed to it; once it has handed its keys off it deletes its
+Lease. A Lease released (no holder) is not live at once. Leases dead for longer than
+another duration are deleted, so the ring does not collect them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from runner.engine.leader import LEASE, LeaderElector, LeaderSettings
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError
-from runner.sharding.ring import RING_LABEL, lease_name
+from runner.sharding.ring import LEAVING_ANNOTATION, RING_LABEL, lease_name
 
 log = logging.getLogger("ansible-operator.sharding")
 
@@ -48,20 +51,34 @@ def member_lease(client: KubeClient, settings: RingSettings) -> LeaderElector:
             retry_period=settings.retry_period,
             identity=settings.member,
             labels=((RING_LABEL, settings.ring),),
+            member_of=settings.ring,
         ),
     )
 
 
 class Members:
     """Lists the ring's Leases; `live` is the members whose Lease is live (ours always,
-    while we run: losing it stops this process)."""
+    while we run: losing it stops this process), `leaving` those of them that are
+    handing their keys off (ours once `leave` was called)."""
 
     def __init__(self, client: KubeClient, settings: RingSettings) -> None:
         self._client = client
         self._s = settings
         self._seen: dict[str, tuple[tuple[str, str], float]] = {}  # lease -> (spec, when)
         self.live: frozenset[str] = frozenset({settings.member})
+        self.leaving: frozenset[str] = frozenset()
+        self._left = False
         self.leases: dict[str, dict[str, Any]] = {}
+
+    @property
+    def assignable(self) -> frozenset[str]:
+        """The members keys may be assigned to: live and not leaving."""
+        return self.live - self.leaving
+
+    def leave(self) -> None:
+        """This replica is stopping: assign it nothing more."""
+        self._left = True
+        self.leaving |= {self._s.member}
 
     async def refresh(self) -> frozenset[str]:
         """List the Leases now and return the live members."""
@@ -70,6 +87,7 @@ class Members:
         )
         now = asyncio.get_running_loop().time()
         live = {self._s.member}
+        leaving = {self._s.member} if self._left else set()
         dead: list[dict[str, Any]] = []
         names = set()
         for lease in items:
@@ -85,6 +103,8 @@ class Members:
             duration = float(spec.get("leaseDurationSeconds") or self._s.lease_duration)
             if holder and now - seen[1] < duration:
                 live.add(holder)
+                if (meta.get("annotations") or {}).get(LEAVING_ANNOTATION) == "true":
+                    leaving.add(holder)
             elif holder != self._s.member and now - seen[1] >= duration + self._s.lease_duration:
                 dead.append(lease)
         for name in set(self._seen) - names:
@@ -93,6 +113,7 @@ class Members:
         for lease in dead:
             await self._delete(lease)
         self.live = frozenset(live)
+        self.leaving = frozenset(leaving & live)
         return self.live
 
     async def _delete(self, lease: dict[str, Any]) -> None:

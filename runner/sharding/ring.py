@@ -26,6 +26,10 @@ from runner.structs import GVK, NamespacedName
 RING_LABEL = "sharding.ansible-operator/ring"
 """On each member's Lease: the ring it belongs to."""
 
+LEAVING_ANNOTATION = "sharding.ansible-operator/leaving"
+"""On the Lease of a member that is stopping ("true"): it still owns its keys until it has
+handed them off, but none is assigned to it any more."""
+
 _SHARD_PREFIX = "shard.sharding.ansible-operator/"
 _HANDOFF_PREFIX = "handoff.sharding.ansible-operator/"
 

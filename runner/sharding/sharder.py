@@ -16,6 +16,11 @@ Every replica is its own sharder; none holds more than its own CRs and the unown
   made by the only replica that could still be running it. The key's schedule goes with
   it (an annotation: when its next run was due and its back-off), so `requeue_after`,
   `reconcilePeriod` and retries continue on the new owner.
+- **Leaving.** A replica told to stop (SIGTERM: a rolling update, a scale-down) marks its
+  Lease as leaving: it stays live, so nobody takes its keys while it may still run them,
+  but no key is assigned to it any more. It starts no new run and hands every key off as
+  above — at once when no run of the key is in flight, else as soon as the run ends —
+  then deletes its Lease. Its keys move within about one reconcile, not a Lease duration.
 - **Dead members.** A replica that cannot renew its Lease stops its runs by its renew
   deadline and exits; the others treat its keys as unowned once its Lease has not changed
   for a whole duration on their own clocks, which is later.
@@ -32,6 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runner.engine.controller import Controller
+from runner.engine.leader import LeaderElector
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.k8s.informer import ADDED, DELETED, Informer
@@ -40,6 +46,7 @@ from runner.proxy.owner import owners_of
 from runner.sharding.membership import Members, RingSettings
 from runner.sharding.metrics import ShardMetrics
 from runner.sharding.ring import (
+    LEAVING_ANNOTATION,
     Handoff,
     handoff_annotation,
     handoff_of,
@@ -61,7 +68,7 @@ _DRAIN_POLL = 0.05
 
 class Sharder:
     """This replica's side of the ring. `attach` every controller before it starts; `run`
-    while the replica's Lease is held."""
+    while the replica's Lease is held; `leave` to hand every key off before stopping."""
 
     def __init__(
         self,
@@ -71,8 +78,10 @@ class Sharder:
         namespaces: Sequence[str] | None,
         metrics: ShardMetrics | None = None,
         cache: InformerCache | None = None,
+        lease: LeaderElector | None = None,
     ) -> None:
         self._client = client
+        self._lease = lease  # this member's own Lease: marked when leaving
         self._cache = cache  # the proxy's informers: the dependents move with their owner
         self._writes = asyncio.Semaphore(_CLAIMS_AT_ONCE)
         self._s = settings
@@ -81,6 +90,10 @@ class Sharder:
         self._metrics = metrics
         self.members = Members(client, settings)
         self.live: frozenset[str] = frozenset({settings.member})
+        self.assignable: frozenset[str] = self.live
+        self._leaving = False
+        self._announced = False
+        self._left = asyncio.Event()
         self._label = shard_label(settings.ring)
         self._controllers: dict[GVK, Controller] = {}
         self._unowned: dict[GVK, tuple[Informer, asyncio.Task[None], str]] = {}
@@ -121,6 +134,8 @@ class Sharder:
 
     def _admit(self, controller: Controller, key: NamespacedName) -> bool:
         gvk = controller.watch.gvk
+        if self._leaving:
+            return False  # stopping: the key's new owner runs it
         if key in self._draining.get(gvk, ()):
             return False  # being handed off: the new owner runs it
         handoff = self._arrivals.pop((gvk, key), None)
@@ -148,29 +163,69 @@ class Sharder:
                 self._arrivals[(gvk, key)] = handoff
         if self._metrics is not None:
             self._metrics.keys.labels(GVK=str(gvk)).set(len(controller.informer))
+        if self._leaving and event == DELETED:
+            self._wake.set()  # maybe the last key handed off
 
     # -- the loop ---------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Refresh the members every retry period (or when woken); claim and hand off."""
+    async def run(self) -> None:
+        """Refresh the members every retry period (or when woken); claim and hand off.
+        Returns once this replica has left the ring (see `leave`)."""
         try:
-            while not stop.is_set():
+            while not self._left.is_set():
                 await self._pass()
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._s.retry_period):
-                        await _first_set(stop, self._wake)
+                        await self._wake.wait()
         finally:
             await self._close()
 
+    async def leave(self, timeout: float) -> None:
+        """Hand every key off to the other members, for up to `timeout` seconds: start no
+        new run, mark our Lease as leaving, move each key once no run of it is in flight.
+        Returns when no key is left to hand to anyone (or at the timeout)."""
+        if not self._leaving:
+            log.info("ring %s: leaving; handing every key off", self._s.ring)
+        self._leaving = True
+        self.members.leave()
+        self._wake.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._left.wait()
+        left = sum(self.owned().values())
+        if left and not self.assignable:
+            log.info(
+                "ring %s: no other member to hand %d keys to; whoever joins next claims them",
+                self._s.ring,
+                left,
+            )
+        elif left:
+            log.warning(
+                "ring %s: %d keys not handed off within %.0f s; the others claim them once "
+                "this member's Lease is gone",
+                self._s.ring,
+                left,
+                timeout,
+            )
+
     async def _pass(self) -> None:
         batch, self._candidates = self._candidates, set()
+        if self._leaving and not self._announced:
+            # Announced before the first key moves: a receiver that sees the key also
+            # sees, at its next member list, not to hand it back.
+            self._announced = self._lease is None or await self._lease.annotate(
+                {LEAVING_ANNOTATION: "true"}
+            )
+            if not self._announced:
+                return
         try:
             live = await self.members.refresh()
         except APIError as err:
             log.warning("ring %s: cannot list its members: %s", self._s.ring, err)
             self._candidates |= batch
             return
+        assignable = self.members.assignable
         if live != self.live:
             log.info(
                 "ring %s: members %s (were %s)",
@@ -178,11 +233,17 @@ class Sharder:
                 ", ".join(sorted(live)),
                 ", ".join(sorted(self.live)),
             )
-            self.live = live
+        if assignable != self.assignable and live - assignable:
+            log.info("ring %s: leaving: %s", self._s.ring, ", ".join(sorted(live - assignable)))
+        self.live, self.assignable = live, assignable
         if self._metrics is not None:
             self._metrics.members.set(len(live))
         self._sync_unowned()
         self._rebalance()
+        if self._leaving:
+            if not self._handoffs and (not assignable or not any(self.owned().values())):
+                self._left.set()
+            return
         await self._claim(batch)
 
     def _sync_unowned(self) -> None:
@@ -190,13 +251,13 @@ class Sharder:
         selector = unowned_selector(self._s.ring, self.live)
         for gvk in list(self._unowned):
             informer, task, was = self._unowned[gvk]
-            if gvk not in self._controllers or was != selector:
+            if gvk not in self._controllers or was != selector or self._leaving:
                 informer.stop()
                 task.cancel()
                 del self._unowned[gvk]
         for gvk in self._controllers:
-            if gvk in self._unowned:
-                continue
+            if gvk in self._unowned or self._leaving:
+                continue  # a leaving member claims nothing
             informer = Informer(
                 self._client,
                 gvk,
@@ -225,7 +286,7 @@ class Sharder:
                 continue
             if shard_of(obj, self._s.ring) in self.live:
                 continue
-            if owner_of(key_of(gvk, key), self.live) == self.member:
+            if owner_of(key_of(gvk, key), self.assignable) == self.member:
                 mine.append((gvk, key, obj))
         if not mine:
             return
@@ -262,7 +323,7 @@ class Sharder:
             for key in controller.informer:
                 if (gvk, key) in self._handoffs:
                     continue
-                target = owner_of(key_of(gvk, key), self.live)
+                target = owner_of(key_of(gvk, key), self.assignable)
                 if target is not None and target != self.member:
                     task = asyncio.create_task(self._hand_off(controller, key))
                     self._handoffs[(gvk, key)] = task
@@ -281,7 +342,7 @@ class Sharder:
                 log.info("draining %s %s: waiting for its run to finish", gvk.kind, key)
             while controller.queue.in_flight(key):
                 await asyncio.sleep(_DRAIN_POLL)
-            target = owner_of(key_of(gvk, key), self.live)
+            target = owner_of(key_of(gvk, key), self.assignable)
             if target is None or target == self.member:
                 return  # the members changed back meanwhile
             moved = await self._relabel(controller, key, target)
@@ -379,12 +440,3 @@ def _forget_task(
     _task: asyncio.Task[None],
 ) -> None:
     tasks.pop(key, None)
-
-
-async def _first_set(*events: asyncio.Event) -> None:
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()

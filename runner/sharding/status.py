@@ -23,14 +23,14 @@ import yaml
 from runner.engine.leader import LEASE
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
-from runner.sharding.ring import RING_LABEL, shard_of
+from runner.sharding.ring import LEAVING_ANNOTATION, RING_LABEL, shard_of
 from runner.structs import GVK
 
 
 @dataclass(frozen=True)
 class MemberRow:
     member: str
-    state: str  # live, expired, released
+    state: str  # live, leaving, expired, released, gone
     renewed_ago: float | None
     keys: int
 
@@ -120,7 +120,8 @@ def member_rows(
         if not holder:
             state = "released"
         elif ago is not None and ago < duration:
-            state = "live"
+            annotations = (lease.get("metadata") or {}).get("annotations") or {}
+            state = "leaving" if annotations.get(LEAVING_ANNOTATION) == "true" else "live"
         else:
             state = "expired"
         rows.append(MemberRow(member, state, ago, owners.get(member, 0)))

@@ -28,11 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
+from runner.certauthority import CertificateAuthority, cert_pem, key_pem
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import Conflict, NotFound
 from runner.structs import GVK
@@ -66,73 +62,27 @@ def is_loopback_server(url: str) -> bool:
         return False
 
 
-def _pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
 def write_dev_certificates(directory: Path, *, now: datetime.datetime | None = None) -> bytes:
     """A new CA and a serving certificate for 127.0.0.1 and localhost in `directory`
     (`tls.crt`, `tls.key`, `ca.crt`); returns the CA certificate (PEM)."""
     now = now or datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ansible-operator webhook CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
+    ca = CertificateAuthority.create(
+        "ansible-operator webhook CA", key_type="ec", validity=_VALIDITY, path_length=0, now=now
     )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [
-                    x509.DNSName("localhost"),
-                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                ]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    key, cert = ca.issue_serving(
+        "127.0.0.1",
+        names=("localhost",),
+        ips=("127.0.0.1",),
+        key_type="ec",
+        validity=_VALIDITY,
+        now=now,
     )
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    (directory / KEY_FILE).write_bytes(key_pem)
+    (directory / KEY_FILE).write_bytes(key_pem(key, pkcs8=True))
     (directory / KEY_FILE).chmod(0o600)
-    (directory / CERT_FILE).write_bytes(_pem(cert))
-    (directory / "ca.crt").write_bytes(_pem(ca))
-    return _pem(ca)
+    (directory / CERT_FILE).write_bytes(cert_pem(cert))
+    (directory / "ca.crt").write_bytes(cert_pem(ca.cert))
+    return cert_pem(ca.cert)
 
 
 def configuration_name(project: Path) -> str:

@@ -24,7 +24,7 @@ from support.realnode import (
     tools_image_archive,
 )
 
-from runner.cluster import machine, process
+from runner.cluster import egress, machine, process
 from runner.cluster.local import LocalCluster
 from runner.cluster.realnode import RealNode
 from runner.errors import ClusterError
@@ -32,11 +32,14 @@ from runner.errors import ClusterError
 pytestmark = pytest.mark.timeout(600)
 
 
-def assert_machine_as_before(before: MachineSnapshot, node: RealNode) -> None:
+def assert_machine_as_before(
+    before: MachineSnapshot, node: RealNode, *, cluster_running: bool = False
+) -> None:
     """Nothing of `node` is left, and the machine is as `before`. On a shared developer
     machine other tools (podman's netavark, other clusters' real nodes) change the
     network meanwhile: what is theirs is told apart by name, and the machine-wide
-    settings they may change are compared only when they changed nothing."""
+    settings they may change are compared only when they changed nothing. While the
+    cluster runs, its egress chain (named like the node's chains) is expected."""
     assert leftovers(node) == []
     after = MachineSnapshot.take()
     ours = (str(node.layout.state_dir), str(node.layout.run_dir), node.layout.ident)
@@ -47,6 +50,10 @@ def assert_machine_as_before(before: MachineSnapshot, node: RealNode) -> None:
         for family in ("ipv4", "ipv6")
         for rule in after.iptables[family] ^ before.iptables[family]
     }
+    guard = egress.chain_name(node.layout)
+    if cluster_running:
+        assert f"filter -A OUTPUT -j {guard}" in new_rules
+        new_rules = {rule for rule in new_rules if guard not in rule}
     assert [r for r in new_rules if node.layout.ident.upper() in r or "KUBE-" in r] == []
     assert [link for link in after.links - before.links if node.layout.ident in link] == []
     if before.other_real_nodes or other_real_nodes():
@@ -90,7 +97,7 @@ def test_real_node_leaves_nothing_after_a_failed_start_nor_after_down(tmp_path: 
                 kubelet=fake_kubelet,
                 progress=lambda _message: None,
             )
-        assert_machine_as_before(before, node)
+        assert_machine_as_before(before, node, cluster_running=True)
         assert not node.layout.state_file.exists()
 
         _restart_apiserver_without_address_types(cluster)
@@ -100,6 +107,11 @@ def test_real_node_leaves_nothing_after_a_failed_start_nor_after_down(tmp_path: 
         assert f"real node {node.name} Ready" in up.stderr
         status = cluster_cli(state_dir, "status")
         assert f"real node {node.name}" in status.stdout
+        node_state = node.load()
+        assert node_state is not None
+        # The node's pod subnet joined the guarded ranges (see runner.cluster.egress).
+        guard_line = next(line for line in status.stdout.splitlines() if "egress guard" in line)
+        assert node_state.subnet in guard_line, guard_line
 
         archive = tmp_path / "tools.tar"
         archive.write_bytes(tools_image_archive(cluster.cache))

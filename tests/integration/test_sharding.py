@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 from support.kube import wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
-from runner.sharding.ring import key_of, owner_of, shard_label
+from runner.sharding.ring import handoff_of, key_of, lease_name, owner_of, shard_label
 from runner.structs import GVK, NamespacedName
 
 GROUP = "sharding.test.example.com"
@@ -39,7 +40,7 @@ RING = "sharding-test"
 LABEL = shard_label(RING)
 COUNT = int(os.environ.get("ANSIBLE_OPERATOR_SHARDING_CRS", "150"))
 FINALIZING = 16
-LEASE = 10.0
+LEASE = 15.0  # the renew deadline 12 s: a loaded machine answers slowly
 
 NOOP = """
 - name: Nothing to do
@@ -56,7 +57,8 @@ SLOW_FINALIZER = """
 """
 
 RUN_LINE = re.compile(r"^reconcile (?P<kind>\w+) (?P<key>\S+): (?P<what>.*)$")
-MEMBER = re.compile(r"joining the sharding ring \S+ as ([a-z0-9-]+)")
+MEMBER = re.compile(r"joining the ring \S+ as member ([a-z0-9-]+)")
+HANDOFF_LINE = re.compile(r"^handed \w+ (?P<key>\S+) off to ")
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +92,39 @@ def _runs(log: str) -> dict[tuple[str, str], list[tuple[datetime, datetime | Non
             found.setdefault(key, []).append((open_runs.pop(key), at))
     for key, started in open_runs.items():
         found.setdefault(key, []).append((started, None))
+    return found
+
+
+def _assert_no_overlaps(logs: dict[str, str], killed_at: dict[str, datetime]) -> None:
+    """No CR had runs in flight on two replicas at once (`logs`: replica -> its log; a
+    run a kill cut short ends when its replica was killed)."""
+    runs = {name: _runs(log) for name, log in logs.items()}
+    overlaps = []
+    for key in {key for found in runs.values() for key in found}:
+        spans = []
+        for name, found in runs.items():
+            for started, ended in found.get(key, []):
+                end = ended or killed_at.get(name) or datetime.now(UTC)
+                spans.append((started, end, name))
+        for (s1, e1, n1), (s2, e2, n2) in itertools.combinations(spans, 2):
+            if n1 != n2 and s1 < e2 and s2 < e1:
+                overlaps.append((key, n1, s1, e1, n2, s2, e2))
+    total = sum(len(v) for found in runs.values() for v in found.values())
+    print(f"{total} runs on {len(runs)} replicas, {len(overlaps)} overlapping")
+    assert not overlaps, overlaps[:5]
+
+
+def _handoffs(log: str) -> dict[str, datetime]:
+    """namespace/name -> when the replica logged handing it off (the last time)."""
+    found = {}
+    for line in log.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        match = HANDOFF_LINE.match(str(entry.get("msg", "")))
+        if match is not None:
+            found[match["key"]] = datetime.fromisoformat(entry["ts"])
     return found
 
 
@@ -141,7 +176,7 @@ def test_replicas_share_move_survive_and_shrink(
         "--sharding-lease-duration",
         f"{LEASE:g}s",
         "--sharding-renew-deadline",
-        "7s",
+        "12s",
         "--sharding-retry-period",
         "1s",
         "--graceful-shutdown-timeout",
@@ -297,17 +332,187 @@ def test_replicas_share_move_survive_and_shrink(
             proc.stop(timeout=60)
 
     # No CR ever had two runs in flight on different replicas.
-    runs = {name: _runs(proc.log()) for name, proc in replicas.items()}
-    overlaps = []
-    for key in {key for found in runs.values() for key in found}:
-        spans = []
-        for name, found in runs.items():
-            for started, ended in found.get(key, []):
-                end = ended or killed_at.get(name) or datetime.now(UTC)
-                spans.append((started, end, name))
-        for (s1, e1, n1), (s2, e2, n2) in itertools.combinations(spans, 2):
-            if n1 != n2 and s1 < e2 and s2 < e1:
-                overlaps.append((key, n1, s1, e1, n2, s2, e2))
-    total = sum(len(v) for found in runs.values() for v in found.values())
-    print(f"{total} runs on {len(runs)} replicas, {len(overlaps)} overlapping")
-    assert not overlaps, overlaps[:5]
+    _assert_no_overlaps({name: proc.log() for name, proc in replicas.items()}, killed_at)
+
+
+SLOW = """
+- name: Take a while
+  ansible.builtin.pause:
+    seconds: "{{ pause | int }}"
+"""
+HANDOFF_KEYS = 12
+PAUSE = 6
+HANDOFF_LEASE = 30.0
+
+
+@pytest.mark.timeout(600)
+def test_sigterm_hands_every_key_off_before_the_replica_exits(
+    pieces: Any, api_client: Any, kubeconfig: Path, tmp_path: Path, namespace: str
+) -> None:
+    """A replica stopped with SIGTERM (a rolling update, a scale-down) while its runs are
+    in flight: it starts no new run, hands each key to its new owner as soon as the key
+    has no run in flight, deletes its Lease and exits 0, long before its Lease would have
+    expired; the others serve its keys at once, never two runs of a key at a time."""
+    project = write_project(
+        tmp_path / "project",
+        watches=[{"group": GROUP, "version": "v1alpha1", "kind": KIND, "role": "slow"}],
+        roles={"slow": SLOW},
+    )
+    args = [
+        "--sharding",
+        f"--sharding-ring={RING}",
+        f"--sharding-namespace={namespace}",
+        f"--sharding-lease-duration={HANDOFF_LEASE:g}s",
+        "--sharding-renew-deadline=20s",
+        "--sharding-retry-period=1s",
+        "--max-concurrent-reconciles=2",
+        "--ansible-backend=fast",
+        "--zap-encoder=json",
+    ]
+    leases = client.CoordinationV1Api(api_client)
+    replicas: dict[str, OperatorProcess] = {}
+    members: dict[str, str] = {}
+
+    def start(name: str) -> None:
+        log = tmp_path / name / "op.log"
+        log.parent.mkdir()
+        replicas[name] = OperatorProcess(
+            project, kubeconfig=kubeconfig, log=log, args=args, env={"WATCH_NAMESPACE": namespace}
+        )
+        found = wait_for(
+            lambda: MEMBER.search(replicas[name].log()), timeout=120, message=f"{name} joins"
+        )
+        members[name] = found.group(1)
+
+    try:
+        for name in ("a", "b", "c"):
+            start(name)
+        wait_for(
+            lambda: all("started " in proc.log() for proc in replicas.values()),
+            timeout=120,
+            message="the replicas' controllers started",
+        )
+        live = sorted(members.values())
+        wait_for(
+            lambda: all(
+                f"ring {RING}: members {', '.join(live)} (" in proc.log()
+                for proc in replicas.values()
+            ),
+            timeout=60,
+            message="every replica sees all three",
+        )
+        # Names the victim owns among the three: it gets every CR of the test.
+        gvk = GVK(GROUP, "v1alpha1", KIND)
+        victim = members["a"]
+        candidates = (f"h-{index:04d}" for index in itertools.count())
+        wanted = list(
+            itertools.islice(
+                (
+                    name
+                    for name in candidates
+                    if owner_of(key_of(gvk, NamespacedName(namespace, name)), live) == victim
+                ),
+                HANDOFF_KEYS,
+            )
+        )
+        for name in wanted:
+            pieces.create(
+                body={
+                    "apiVersion": f"{GROUP}/v1alpha1",
+                    "kind": KIND,
+                    "metadata": {"name": name},
+                    "spec": {"pause": PAUSE},
+                },
+                namespace=namespace,
+            )
+
+        wait_for(
+            lambda: _owners(pieces, namespace) == dict.fromkeys(wanted, victim),
+            timeout=180,
+            message="the victim owns every key",
+        )
+
+        def run_just_started() -> bool:
+            """A run in flight that began less than a second ago (it lasts PAUSE s more)."""
+            runs = _runs(replicas["a"].log())
+            now = datetime.now(UTC)
+            return any(
+                ended is None and (now - started).total_seconds() < 1
+                for spans in runs.values()
+                for started, ended in spans
+            )
+
+        wait_for(run_just_started, timeout=180, message="a run of the victim just started")
+        signalled_at = datetime.now(UTC)
+        signalled = time.monotonic()
+        replicas["a"].process.send_signal(signal.SIGTERM)
+        code = replicas["a"].process.wait(timeout=120)
+        exited = time.monotonic() - signalled
+        at_exit = _owners(pieces, namespace)
+        lease_left = [
+            lease.metadata.name
+            for lease in leases.list_namespaced_lease(namespace).items
+            if lease.metadata.name == lease_name(RING, victim)
+        ]
+        print(f"victim exited {exited:.1f} s after SIGTERM with {code}; owners then:", at_exit)
+
+        # Keys whose run ended on the victim keep their schedule (the next run due after
+        # the watch's reconcilePeriod); the others have a run to do on their new owners.
+        ran = {key[1] for key, spans in _runs(replicas["a"].log()).items() if spans}
+        to_run = [name for name in wanted if f"{namespace}/{name}" not in ran]
+
+        def served() -> bool:
+            runs = {members[n]: _runs(replicas[n].log()) for n in ("b", "c")}
+            owners = _owners(pieces, namespace)
+            return all(
+                owners[name] in runs
+                and any(
+                    ended is not None and ended > signalled_at
+                    for _, ended in runs[owners[name]].get((KIND, f"{namespace}/{name}"), [])
+                )
+                for name in to_run
+            )
+
+        wait_for(served, timeout=300, interval=0.5, message="the victim's keys served")
+        print(
+            f"{len(to_run)} keys not run yet run by their new owners "
+            f"{time.monotonic() - signalled:.1f} s after SIGTERM (Lease {HANDOFF_LEASE:g} s)"
+        )
+        for name in wanted:
+            if name in to_run:
+                continue
+            obj = pieces.get(name=name, namespace=namespace).to_dict()
+            handoff = handoff_of(obj, RING)
+            assert handoff is not None and handoff.source == victim, obj["metadata"]
+            assert handoff.due > time.time() + 3600, f"{name}: its schedule was lost"
+        assert code == 0
+        assert victim not in at_exit.values(), "keys still labelled with the replica that left"
+        assert not lease_left, "the leaving replica's Lease is still there"
+        handed = replicas["a"].log().count("off to ")
+        assert handed >= len(wanted), f"{handed} hand-offs logged for {len(wanted)} keys"
+        for name in ("b", "c"):
+            assert "took over" not in replicas[name].log(), "a key was claimed, not handed"
+        # The keys not in flight moved at once: before the run that had just started
+        # ended (the old way, every key waited for the last run in flight).
+        spans = _runs(replicas["a"].log())
+        busy = {
+            key[1]: ended
+            for key, found in spans.items()
+            for started, ended in found
+            if started < signalled_at and (ended is None or ended > signalled_at)
+        }
+        last_end = max(ended for ended in busy.values() if ended is not None)
+        handed_at = _handoffs(replicas["a"].log())
+        idle = [f"{namespace}/{name}" for name in wanted if f"{namespace}/{name}" not in busy]
+        print(
+            f"{len(idle)} idle keys handed off within "
+            f"{max((handed_at[key] - signalled_at).total_seconds() for key in idle):.2f} s of "
+            f"SIGTERM; {len(busy)} in flight, handed off "
+            f"{max((handed_at[key] - signalled_at).total_seconds() for key in busy):.2f} s after"
+        )
+        late = [key for key in idle if handed_at[key] >= last_end]
+        assert idle and not late, f"idle keys handed off only after the runs ended: {late}"
+    finally:
+        for proc in replicas.values():
+            proc.stop(timeout=60)
+    _assert_no_overlaps({name: proc.log() for name, proc in replicas.items()}, {})

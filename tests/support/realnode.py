@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.cluster import build, machine, nodeconfig, oci, podnet, sweep
+from runner.cluster import build, egress, machine, nodeconfig, oci, podnet, sweep
 from runner.cluster.components import components
 from runner.cluster.local import LocalCluster
 from runner.cluster.realnode import RealNode
@@ -168,7 +168,8 @@ def _iptables_rules(family: str) -> list[str]:
 
 def leftovers(node: RealNode) -> list[str]:
     """What of `node` is still on the machine (processes, mounts, cgroups, bridge,
-    iptables chains, run directory); empty when it was removed completely."""
+    iptables chains, run directory); empty when it was removed completely. The cluster's
+    egress chain is not the node's (see `runner.cluster.egress`)."""
     layout = node.layout
     found = [f"process {pid}" for pid in sweep.owned_pids(layout)]
     found += [
@@ -182,12 +183,16 @@ def leftovers(node: RealNode) -> list[str]:
     )
     if link.returncode == 0:
         found.append(f"bridge {layout.bridge}")
+    # The cluster's egress chain carries the same id but is the cluster's, not the
+    # node's: it stays until the cluster is down.
+    cluster_chain = egress.chain_name(layout)
     for family in ("ipv4", "ipv6"):
         for table, chains in podnet.iptables_chains(family).items():
             found += [
                 f"{family} chain {table}/{chain}"
                 for chain in chains
-                if layout.ident.upper() in chain or chain.startswith("KUBE-")
+                if (layout.ident.upper() in chain and chain != cluster_chain)
+                or chain.startswith("KUBE-")
             ]
     if layout.run_dir.exists():
         found.append(f"directory {layout.run_dir}")

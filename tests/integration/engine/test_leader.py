@@ -5,6 +5,7 @@ it is told it lost the Lease by the renew deadline at the latest."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,3 +157,47 @@ async def test_a_vanished_leader_is_replaced_once_its_lease_has_expired(
     # Not while the Lease could still be renewed (its last renewal was at most a retry
     # period before), and soon after it expired.
     assert 2 - 2 * 0.2 - 0.1 < took < 2 + 3, f"took over {took:.1f} s after the leader died"
+
+
+async def test_a_ring_members_lease_keeps_its_annotations_and_is_deleted_on_release(
+    client: KubeClient, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sharding member's Lease: it carries what the member announces (it is leaving)
+    across renewals, its logs speak of membership, and a graceful exit deletes it."""
+    from runner.engine.leader import LEASE
+    from runner.k8s.errors import NotFound
+
+    settings = LeaderSettings(
+        name="ring-m1",
+        namespace=namespace,
+        renew_deadline=10,
+        retry_period=0.2,
+        identity="m1",
+        member_of="ring",
+    )
+    member = LeaderElector(client, settings)
+    caplog.set_level("INFO", logger="ansible-operator.leader")
+    await member.acquire()
+    holder = asyncio.create_task(member.hold(lambda: None))
+    try:
+        assert await member.annotate({"example.com/leaving": "true"})
+        first = await client.get(LEASE, name="ring-m1", namespace=namespace)
+        await until(
+            lambda: (
+                member._lease is not None
+                and member._lease["spec"]["renewTime"] != first["spec"]["renewTime"]
+            ),
+            message="a renewal after the annotation",
+        )
+        renewed = await client.get(LEASE, name="ring-m1", namespace=namespace)
+        assert renewed["metadata"]["annotations"] == {"example.com/leaving": "true"}
+    finally:
+        holder.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await holder
+    await member.release()
+    with pytest.raises(NotFound):
+        await client.get(LEASE, name="ring-m1", namespace=namespace)
+    text = "\n".join(caplog.messages)
+    assert "joined the ring ring as member m1" in text and "left the ring ring" in text
+    assert "leader" not in text

@@ -77,3 +77,15 @@ def test_poll_fails_with_the_log_when_the_process_exits(tmp_path: Path) -> None:
         process.poll_while_running(
             gone, lambda: False, timeout=10, exited="the gone exited while waiting"
         )
+
+
+def test_the_apiserver_certificate_follows_the_service_range(tmp_path: Path) -> None:
+    pki = certs.ensure_pki(tmp_path / "pki")
+    ca_before = pki.ca_cert.read_bytes()
+    assert "10.0.0.1" in _sans(x509.load_pem_x509_certificate(pki.serving_cert.read_bytes()))[1]
+
+    certs.ensure_pki(tmp_path / "pki", service_ip="198.18.0.1")
+    reissued = x509.load_pem_x509_certificate(pki.serving_cert.read_bytes())
+    assert _sans(reissued)[1] == {"127.0.0.1", "198.18.0.1"}
+    assert pki.ca_cert.read_bytes() == ca_before  # kubeconfigs and trust stay valid
+    reissued.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_before))

@@ -243,3 +243,22 @@ def test_service_account_kubeconfig_keeps_the_cluster_only() -> None:
 def test_service_account_kubeconfig_needs_a_current_context() -> None:
     with pytest.raises(ConfigError, match="current context"):
         tokens.service_account_kubeconfig({}, namespace="n", service_account="s", token="t")
+
+
+def test_a_failed_resolution_is_given_longer_to_settle() -> None:
+    sub = {
+        "metadata": {"name": "memcached-operator"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "ResolutionFailed",
+                    "status": "True",
+                    "reason": "ConstraintsNotSatisfiable",
+                    "message": "v0.1.0 exists and is not referenced by a subscription",
+                }
+            ]
+        },
+    }
+    found = report.problem(sub, None, None)
+    assert found is not None and not found.final
+    assert found.settle_seconds == report.RESOLUTION_SETTLE_SECONDS

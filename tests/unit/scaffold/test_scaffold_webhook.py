@@ -142,3 +142,133 @@ def test_create_webhook_needs_the_kind_and_a_webhook(demo: Path) -> None:
         webhook_plan(files, kind="Memcached", **common, **none)
     with pytest.raises(ConfigError, match="create api"):
         webhook_plan(files, kind="Other", **common, **{**none, "defaulting": True})
+
+
+def test_create_webhook_again_adds_the_new_webhooks_to_the_kinds_entry(
+    demo: Path, cli: Callable[[Sequence[str]], int]
+) -> None:
+    """operator-sdk users run `create webhook` once per webhook type: each run adds its
+    webhooks to the kind's entry, keeping what the file already says."""
+    assert cli(_create("--programmatic-validation")) == 0
+    webhooks_file = demo / "webhooks.yaml"
+    webhooks_file.write_text(
+        "# our webhooks\n"
+        + webhooks_file.read_text().replace(
+            "failurePolicy: Fail", "failurePolicy: Ignore  # while we try it"
+        )
+    )
+    assert cli(_create("--defaulting")) == 0
+    assert cli(_create("--conversion")) == 0
+
+    text = webhooks_file.read_text()
+    assert text.startswith("# our webhooks\n")
+    assert "failurePolicy: Ignore  # while we try it" in text
+    (entry,) = yaml.safe_load(text)
+    assert list(entry) == ["group", "version", "kind", "validating", "mutating", "conversion"]
+    assert entry["validating"]["failurePolicy"] == "Ignore"
+    webhooks = declarations.load(Path("webhooks.yaml"), environ={}, cwd=demo)
+    assert [(w.type, w.target.name) for w in webhooks] == [
+        ("validating", "memcached_validation"),
+        ("mutating", "memcached_defaulting"),
+        ("conversion", "memcached_conversion"),
+    ]
+    for role in ("validation", "defaulting", "conversion"):
+        assert (demo / f"roles/memcached_{role}/tasks/main.yml").is_file()
+    configurations = _load_all(demo / "config/webhook/manifests.yaml")
+    assert [c["kind"] for c in configurations] == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    crd = yaml.safe_load((demo / "config/crd/kustomization.yaml").read_text())
+    assert crd["patches"] == [{"path": "patches/webhook_in_memcacheds.yaml"}]
+    default = yaml.safe_load((demo / "config/default/kustomization.yaml").read_text())
+    assert default["resources"].count("../webhook") == 1
+    assert (demo / "Dockerfile").read_text().count("${HOME}/webhooks.yaml") == 1
+    verify = yaml.safe_load((demo / "molecule/memcached-webhooks/verify.yml").read_text())
+    names = [task["name"] for task in verify[0]["tasks"]]
+    assert sum("negative size is refused" in name for name in names) == 1
+    assert sum("gets size 1" in name for name in names) == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "message"),
+    [
+        pytest.param(
+            ["--defaulting"],
+            ["--conversion", "--defaulting"],
+            "Memcached.cache.example.com v1alpha1 already has a mutating webhook "
+            "(--defaulting, role memcached_defaulting)",
+            id="defaulting",
+        ),
+        pytest.param(
+            ["--programmatic-validation", "--conversion"],
+            ["--conversion"],
+            "Memcached.cache.example.com already has a conversion webhook "
+            "(--conversion, role memcached_conversion)",
+            id="conversion",
+        ),
+    ],
+)
+def test_create_webhook_refuses_a_webhook_the_kind_has(
+    demo: Path,
+    cli: Callable[[Sequence[str]], int],
+    capsys: pytest.CaptureFixture[str],
+    first: list[str],
+    again: list[str],
+    message: str,
+) -> None:
+    assert cli(_create(*first)) == 0
+    before = {p: p.read_bytes() for p in demo.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert cli(_create(*again)) == 1
+    err = capsys.readouterr().err
+    assert f"webhooks.yaml: {message}; nothing was written" in err
+    assert {p: p.read_bytes() for p in demo.rglob("*") if p.is_file()} == before
+
+
+def test_create_webhook_for_another_version_adds_an_entry(demo: Path) -> None:
+    from runner.scaffold.webhook import webhook_plan
+
+    paths = ("PROJECT", "config/default/kustomization.yaml", "config/crd/kustomization.yaml")
+    files = {p: (demo / p).read_text() for p in (*paths, "Dockerfile")}
+    files["webhooks.yaml"] = (
+        "- group: cache.example.com\n  version: v1beta1\n  kind: Memcached\n"
+        "  validating: {role: memcached_validation}\n"
+    )
+    plan = webhook_plan(
+        files,
+        group="cache",
+        version="v1alpha1",
+        kind="Memcached",
+        defaulting=False,
+        validation=True,
+        conversion=False,
+        root=demo,
+    )
+    entries = yaml.safe_load(plan.update["webhooks.yaml"])
+    assert [(e["version"], list(e)[3:]) for e in entries] == [
+        ("v1beta1", ["validating"]),
+        ("v1alpha1", ["validating"]),
+    ]
+
+
+def test_create_webhook_does_not_rewrite_an_entry_it_cannot_extend(demo: Path) -> None:
+    from runner.scaffold.webhook import webhook_plan
+
+    paths = ("PROJECT", "config/default/kustomization.yaml", "config/crd/kustomization.yaml")
+    files = {p: (demo / p).read_text() for p in (*paths, "Dockerfile")}
+    files["webhooks.yaml"] = (
+        "- {group: cache.example.com, version: v1alpha1, kind: Memcached,"
+        " validating: {role: memcached_validation}}\n"
+    )
+    with pytest.raises(ConfigError, match=r"entry 1 \(Memcached.cache.example.com v1alpha1\) "):
+        webhook_plan(
+            files,
+            group="cache",
+            version="v1alpha1",
+            kind="Memcached",
+            defaulting=True,
+            validation=False,
+            conversion=False,
+            root=demo,
+        )

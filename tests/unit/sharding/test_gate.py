@@ -69,3 +69,10 @@ async def test_a_key_being_drained_is_skipped_until_it_comes_back() -> None:
     assert controller.admit(KEY) is False
     sharder._on_own_event(cast(Any, controller), "ADDED", _cr(None), None)
     assert controller.admit(KEY) is True
+
+
+async def test_a_leaving_replica_starts_no_run() -> None:
+    sharder, controller = _attached()
+    assert controller.admit(KEY) is True
+    sharder._leaving = True
+    assert controller.admit(KEY) is False

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from runner.sharding.ring import (
+    LEAVING_ANNOTATION,
     Handoff,
     check_ring_name,
     handoff_annotation,
@@ -87,25 +88,31 @@ def test_a_handoff_round_trips_and_garbage_is_ignored() -> None:
     assert handoff_of({"metadata": {}}, "r") is None
 
 
-def test_status_rows_name_live_expired_released_and_gone_members() -> None:
+def test_status_rows_name_live_leaving_expired_released_and_gone_members() -> None:
     now = datetime(2026, 1, 1, 12, 0, 10, tzinfo=UTC)
 
-    def lease(holder: str, renewed: str) -> dict[str, object]:
+    def lease(holder: str, renewed: str, *, leaving: bool = False) -> dict[str, object]:
         spec = {"holderIdentity": holder, "renewTime": renewed, "leaseDurationSeconds": 5}
-        return {"metadata": {"name": f"r-{holder or 'x'}"}, "spec": spec}
+        annotations = {LEAVING_ANNOTATION: "true"} if leaving else {}
+        return {
+            "metadata": {"name": f"r-{holder or 'x'}", "annotations": annotations},
+            "spec": spec,
+        }
 
     rows = member_rows(
         [
             lease("a", "2026-01-01T12:00:09.000000Z"),
             lease("b", "2026-01-01T12:00:00.000000Z"),
             lease("", "2026-01-01T12:00:09.000000Z"),
+            lease("d", "2026-01-01T12:00:09.000000Z", leaving=True),
         ],
-        Counter({"a": 3, "b": 2, "c": 1, "": 4}),
+        Counter({"a": 3, "b": 2, "c": 1, "d": 5, "": 4}),
         now=now,
     )
     assert [(r.member, r.state, r.keys) for r in rows] == [
         ("a", "live", 3),
         ("b", "expired", 2),
         ("r-x", "released", 0),
+        ("d", "leaving", 5),
         ("c", "gone", 1),
     ]
