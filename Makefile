@@ -104,11 +104,10 @@ test-packages: ## every Debian package `make test` needs, where missing
 # of a test are timed apart), so that a test or fixture that grows slow shows in CI's log.
 DURATIONS ?= --durations=25 --durations-min=1
 
-# PYTEST_WORKERS=3 runs each pytest run of `make test` over three processes
-# (pytest-xdist): tests that share something machine- or cluster-wide stay on one worker,
-# every other module is a unit of its own (tests/support/parallel.py). 0, the default
-# until parallel runs have proven free of flaky failures, runs them in one process.
-PYTEST_WORKERS ?= 0
+# Each pytest run of `make test` goes over PYTEST_WORKERS processes (pytest-xdist): tests
+# that share something machine- or cluster-wide stay on one worker, every other module is
+# a unit of its own (tests/support/parallel.py). 0 runs them in one process.
+PYTEST_WORKERS ?= 3
 XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 
 # `make test` installs the `bench` extra too (matplotlib, ansible-runner-http), so that
