@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
-from runner.cluster import build, certs, egress, machine, process
+from runner.cluster import build, certs, controlplane, egress, machine, process
 from runner.cluster.components import components, kubelet
+from runner.cluster.controlplane import FAKE_NODE, FAKE_NODE_OBJECT, KUBELET_ADDRESS_TYPES
 from runner.cluster.kubeconfig import admin_kubeconfig
 from runner.cluster.realnode import RealNode, node_ready
 from runner.errors import ClusterError
@@ -28,32 +29,7 @@ from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 
-FAKE_NODE = "kwok-node-0"
-# The API server reaches a kubelet (logs, exec) at its node's InternalIP first: a real
-# node's name need not resolve, its address is on a bridge of this machine.
-_KUBELET_ADDRESS_TYPES = (
-    "--kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP"
-)
 _STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
-_NODE = {
-    "apiVersion": "v1",
-    "kind": "Node",
-    "metadata": {
-        "name": FAKE_NODE,
-        "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-        "labels": {
-            "kubernetes.io/hostname": FAKE_NODE,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64",
-            "type": "kwok",
-        },
-    },
-    "spec": {},
-    "status": {
-        "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "1000"},
-        "capacity": {"cpu": "32", "memory": "256Gi", "pods": "1000"},
-    },
-}
 
 
 def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -236,7 +212,7 @@ class LocalCluster:
                 "`ansible-operator cluster up --real-node`"
             )
         binary = build.ensure_built([kubelet()], root=self.cache, progress=progress)["kubelet"]
-        self._ensure_apiserver_flag(state, _KUBELET_ADDRESS_TYPES, progress)
+        self._ensure_apiserver_flag(state, KUBELET_ADDRESS_TYPES, progress)
         seconds = self.real_node.start(
             api=self.apiserver(state),
             kubeconfig=self.kubeconfig,
@@ -331,122 +307,32 @@ class LocalCluster:
         binaries: dict[str, Path],
         progress: Progress,
     ) -> None:
-        ports = state.ports
         loop = process.LOOPBACK
-        etcd_url = f"http://{loop}:{ports['etcd']}"
-        peer_url = f"http://{loop}:{ports['etcd-peer']}"
-        kubeconfig = str(self.kubeconfig)
-        progress("starting etcd")
-        etcd = self._launch(
-            state,
-            "etcd",
-            [
-                str(binaries["etcd"]),
-                "--name=local",
-                f"--data-dir={self.state_dir / 'etcd'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=local={peer_url}",
-                "--unsafe-no-fsync",  # test data only: fsync costs seconds per start here
-                "--log-level=warn",
-            ],
+        plane = controlplane.ControlPlane(
+            state_dir=self.state_dir,
+            ports=state.ports,
+            networks=state.cluster_networks,
+            pki=pki,
+            binaries=binaries,
+            kubeconfig=self.kubeconfig,
+            kwok_stages=tuple(
+                sorted(build.kwok_stage_dir(components()["kwok"], self.cache).glob("*.yaml"))
+            ),
         )
-        process.wait_until_ready(etcd, process.Endpoint(etcd_url), "/health", timeout=30)
+        ports = state.ports
+        progress("starting etcd")
+        etcd = self._launch(state, "etcd", plane.etcd())
+        process.wait_until_ready(etcd, process.Endpoint(plane.etcd_url), "/health", timeout=30)
 
         progress("starting kube-apiserver")
-        apiserver = self._launch(
-            state,
-            "kube-apiserver",
-            [
-                str(binaries["kube-apiserver"]),
-                f"--etcd-servers={etcd_url}",
-                f"--secure-port={ports['kube-apiserver']}",
-                f"--bind-address={loop}",
-                f"--advertise-address={loop}",
-                f"--cert-dir={self.state_dir / 'apiserver-certs'}",
-                f"--tls-cert-file={pki.serving_cert}",
-                f"--tls-private-key-file={pki.serving_key}",
-                f"--client-ca-file={pki.ca_cert}",
-                f"--service-cluster-ip-range={state.cluster_networks.service}",
-                _KUBELET_ADDRESS_TYPES,
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={pki.service_account_pub}",
-                f"--service-account-signing-key-file={pki.service_account_key}",
-                f"--token-auth-file={self.state_dir / 'tokens.csv'}",
-                "--authorization-mode=Node,RBAC",
-                "--allow-privileged=true",
-                # Only the node-lifecycle controller (off here) would lift the not-ready
-                # taint from the fake node; without this admission there is none to lift.
-                "--disable-admission-plugins=TaintNodesByCondition",
-                # Namespace annotations that give every pod of the namespace a node
-                # selector and tolerations: how OLM's bundle unpack Jobs, which carry
-                # neither, reach the real node (docs/real-node.md). No-ops elsewhere.
-                "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
-                # The `kubernetes` Service cannot point at a loopback address.
-                "--endpoint-reconciler-type=none",
-                # Webhooks (and aggregated APIs) behind a Service are called at one of its
-                # endpoints (a pod on the real node's bridge): no kube-proxy routes the
-                # Service's cluster IP here.
-                "--enable-aggregator-routing=true",
-                "--profiling=false",
-            ],
-        )
+        apiserver = self._launch(state, "kube-apiserver", plane.apiserver())
         api = self.apiserver(state)
         process.wait_until_ready(apiserver, api, "/readyz", timeout=60)
 
         progress("starting kube-controller-manager, kube-scheduler, kwok")
-        common = [
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--leader-elect=false",
-            f"--bind-address={loop}",
-        ]
-        kcm = self._launch(
-            state,
-            "kube-controller-manager",
-            [
-                str(binaries["kube-controller-manager"]),
-                *common,
-                f"--secure-port={ports['kube-controller-manager']}",
-                f"--cert-dir={self.state_dir / 'kcm-certs'}",
-                f"--service-account-private-key-file={pki.service_account_key}",
-                f"--root-ca-file={pki.ca_cert}",
-                f"--cluster-signing-cert-file={pki.ca_cert}",
-                f"--cluster-signing-key-file={pki.ca_key}",
-                "--use-service-account-credentials",
-                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle",
-            ],
-        )
-        scheduler = self._launch(
-            state,
-            "kube-scheduler",
-            [
-                str(binaries["kube-scheduler"]),
-                *common,
-                f"--secure-port={ports['kube-scheduler']}",
-                f"--cert-dir={self.state_dir / 'scheduler-certs'}",
-            ],
-        )
-        stages = build.kwok_stage_dir(components()["kwok"], self.cache)
-        kwok = self._launch(
-            state,
-            "kwok",
-            [
-                str(binaries["kwok"]),
-                f"--kubeconfig={kubeconfig}",
-                "--manage-all-nodes=false",
-                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                f"--cidr={state.cluster_networks.pods}",
-                # The API server dials a node's InternalIP for logs and exec: a fake node's
-                # must not lead off the machine.
-                f"--node-ip={loop}",
-                f"--server-address={loop}:{ports['kwok']}",
-                *(f"--config={stage}" for stage in sorted(stages.glob("*.yaml"))),
-            ],
-        )
+        kcm = self._launch(state, "kube-controller-manager", plane.controller_manager())
+        scheduler = self._launch(state, "kube-scheduler", plane.scheduler())
+        kwok = self._launch(state, "kwok", plane.kwok())
         for running, port in (
             (kcm, ports["kube-controller-manager"]),
             (scheduler, ports["kube-scheduler"]),
@@ -475,7 +361,7 @@ class LocalCluster:
         )
 
     def _ensure_node(self, api: process.Endpoint) -> None:
-        status, body = api.request("/api/v1/nodes", method="POST", body=_NODE)
+        status, body = api.request("/api/v1/nodes", method="POST", body=FAKE_NODE_OBJECT)
         if status not in (201, 409):
             raise ClusterError(f"creating node {FAKE_NODE} failed: {status} {body[:300]!r}")
 

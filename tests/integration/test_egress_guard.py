@@ -16,7 +16,8 @@ from support.kube import wait_for
 from support.realnode import MachineSnapshot
 
 from runner.cluster import egress, machine
-from runner.cluster.local import FAKE_NODE, LocalCluster
+from runner.cluster.controlplane import FAKE_NODE
+from runner.cluster.local import LocalCluster
 from runner.cluster.nodeconfig import NodeLayout
 from runner.errors import ClusterError
 

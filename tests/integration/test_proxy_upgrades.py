@@ -24,7 +24,7 @@ from support.kube import wait_for
 
 from runner.cluster import build
 from runner.cluster.components import components
-from runner.cluster.local import FAKE_NODE
+from runner.cluster.controlplane import FAKE_NODE
 from runner.k8s.client import KubeClient
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches

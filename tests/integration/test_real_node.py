@@ -19,7 +19,7 @@ from support.kube import wait_for, wait_for_default_service_account
 from support.realnode import RealNodeCluster, on_real_node
 
 from runner.cluster import machine, nodeconfig, oci, registry
-from runner.cluster.local import FAKE_NODE
+from runner.cluster.controlplane import FAKE_NODE
 
 pytestmark = pytest.mark.timeout(300)
 
