@@ -16,18 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.cluster.process import free_port
+
 from .base import REPO, VENV
 from .sampling import TreeSampler
 
 # The Go operator's proxy (hard-coded in the kubeconfig it gives Ansible) and its
 # user-metrics listener (hard-coded localhost:5050).
 GO_FIXED_PORTS = (8888, 5050)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def port_in_use(port: int) -> bool:

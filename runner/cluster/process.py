@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -27,7 +28,37 @@ from runner.errors import ClusterError
 LOOPBACK = "127.0.0.1"
 
 
+# Ports we choose lie below the kernel's ephemeral range: a port from that range, free
+# when probed, can be given to any outgoing connection's socket before our server binds
+# it (CI saw etcd's peer port taken so while other clusters' clients were busy).
+_LOWEST_PORT = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_handed_out: set[int] = set()
+
+
+def ephemeral_range_start() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
+    """A loopback TCP port free now, outside the ephemeral range, not given out before
+    by this process (a server started in another process may still take it: rarely, as
+    the choice is random among thousands)."""
+    highest = ephemeral_range_start()
+    if highest - _LOWEST_PORT < 1000:  # an unusual range: let the kernel choose
+        return _kernel_port()
+    for _attempt in range(200):
+        port = random.randrange(_LOWEST_PORT, highest)
+        if port not in _handed_out and not port_in_use(port):
+            _handed_out.add(port)
+            return port
+    return _kernel_port()
+
+
+def _kernel_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])

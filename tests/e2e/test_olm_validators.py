@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 from support.bundles import REPO, edit_yaml
 
 from runner.cli import main
+from runner.cluster.process import free_port
 from runner.errors import ClusterError
 from runner.packaging import olm
 from runner.packaging.loader import load_bundle
@@ -165,15 +165,9 @@ def test_our_bundle_document_matches_opm_render(
     assert _properties(ours) == _properties(theirs)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def served(tools: dict[str, Path], catalog_dir: Path, tmp_path: Path) -> Iterator[int]:
-    port, pprof = _free_port(), _free_port()
+    port, pprof = free_port(), free_port()
     log = (tmp_path / "opm-serve.log").open("w")
     process = subprocess.Popen(
         [str(tools["opm"]), "serve", str(catalog_dir), "--port", str(port),

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import time
 import urllib.request
 import uuid
@@ -46,6 +45,8 @@ from support.equivalence import (
 )
 from support.kube import apply, release_custom_resources, wait_steady
 from support.operator import OperatorProcess, crd, install_crd
+
+from runner.cluster.process import free_port
 
 PYTHON_ENV = "ANSIBLE_OPERATOR_TEST_PYTHON"
 BACKENDS = ("runner", "fast")
@@ -83,12 +84,6 @@ class Outcome:
     cases: dict[str, dict[str, Any]]
     metrics: str
     log: str
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _python_env() -> tuple[str | None, dict[str, str]]:
@@ -259,7 +254,7 @@ def outcomes(
             ns = spaces[backend] = _Namespace(dyn, core, backend)
             for case in CASES:
                 apply(dyn, case.objects("setup.yaml"), namespace=ns.name)
-            ports[backend] = _free_port()
+            ports[backend] = free_port()
             args = ["--ansible-backend", backend]
             args += ["--metrics-bind-address", f"127.0.0.1:{ports[backend]}"]
             if project.ansible_args:

@@ -4,7 +4,6 @@ watches and what they trigger, the blacklist, `requeue_after`, and the proxy por
 from __future__ import annotations
 
 import re
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,6 +13,8 @@ from typing import Any
 import pytest
 from support.kube import create_cr, get_or_none, true_condition, wait_for, wait_steady
 from support.operator import OperatorProcess, crd, install_crd, write_project
+
+from runner.cluster.process import free_port
 
 GROUP = "dependents.test.example.com"
 API_VERSION = f"{GROUP}/v1alpha1"
@@ -271,9 +272,7 @@ def test_a_fixed_proxy_port_and_dependent_watches_after_a_restart(
     dyn: Any, kinds: dict[str, Any], kubeconfig: Path, tmp_path: Path, namespace: str
 ) -> None:
     configmaps = dyn.resources.get(api_version="v1", kind="ConfigMap")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     watches = [{"group": GROUP, "version": "v1alpha1", "kind": "Ported", "role": "owner"}]
     project = write_project(tmp_path / "project", watches=watches, roles={"owner": OWNER_ROLE})
 

@@ -4,7 +4,6 @@ tests/integration/engine/; end to end by test_leader_failover.py and test_shutdo
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +12,8 @@ from typing import Any
 import pytest
 from support.kube import condition, create_cr, wait_for
 from support.operator import OperatorProcess, Operators, crd, install_crd, write_project
+
+from runner.cluster.process import free_port
 
 GROUP = "observe.test.example.com"
 
@@ -52,12 +53,6 @@ QUIET_ROLE = """
   ansible.builtin.debug:
     msg: "{{ ansible_operator_meta.name }}"
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def http_get(url: str) -> tuple[int, str]:

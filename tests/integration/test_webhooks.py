@@ -26,6 +26,8 @@ from kubernetes.client.exceptions import ApiException
 from support.kube import wait_for
 from support.operator import BACKEND_ENV, OperatorProcess, install_crd, write_project
 
+from runner.cluster.process import free_port
+
 GROUP = f"wh{uuid.uuid4().hex[:6]}.example.com"
 KIND = "Widget"
 PLURAL = "widgets"
@@ -102,12 +104,6 @@ def _crd() -> dict[str, Any]:
             ],
         },
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _kubectl(kubeconfig: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -265,7 +261,7 @@ def served(
     _ca(ca_dir)
     cert_dir.mkdir()
     _issue(cert_dir, ca_dir, "first")
-    metrics_port = _free_port()
+    metrics_port = free_port()
     proc = OperatorProcess(
         project,
         kubeconfig=kubeconfig,

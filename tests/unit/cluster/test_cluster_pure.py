@@ -139,3 +139,11 @@ def test_port_in_use_is_detected() -> None:
         sock.listen()
         assert process.port_in_use(sock.getsockname()[1])
     assert not process.port_in_use(process.free_port())
+
+
+def test_free_ports_lie_below_the_ephemeral_range_and_are_never_given_twice() -> None:
+    # An outgoing connection may take any free port of the ephemeral range between our
+    # probe and the server's bind; ports below it are never given to one.
+    ports = [process.free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
+    assert all(20000 <= port < process.ephemeral_range_start() for port in ports)
