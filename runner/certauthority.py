@@ -118,18 +118,45 @@ class CertificateAuthority:
     ) -> tuple[PrivateKey, x509.Certificate]:
         """A new key and a server certificate for the DNS `names` and `ips`."""
         key = new_key(key_type)
-        alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
-        alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(_name(common_name))
-            .issuer_name(self.cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _BACKDATE)
-            .not_valid_after(now + validity)
-            .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(self.key, hashes.SHA256())
-        )
-        return key, cert
+        builder = _serving(common_name, key, names=names, ips=ips, validity=validity, now=now)
+        return key, builder.issuer_name(self.cert.subject).sign(self.key, hashes.SHA256())
+
+
+def self_signed_serving(
+    common_name: str,
+    *,
+    names: tuple[str, ...],
+    ips: tuple[str, ...],
+    key_type: KeyType,
+    validity: datetime.timedelta,
+    now: datetime.datetime,
+) -> tuple[PrivateKey, x509.Certificate]:
+    """A new key and a server certificate it signs itself: for a server whose clients
+    do not verify it (there is no CA to give them)."""
+    key = new_key(key_type)
+    builder = _serving(common_name, key, names=names, ips=ips, validity=validity, now=now)
+    return key, builder.issuer_name(_name(common_name)).sign(key, hashes.SHA256())
+
+
+def _serving(
+    common_name: str,
+    key: PrivateKey,
+    *,
+    names: tuple[str, ...],
+    ips: tuple[str, ...],
+    validity: datetime.timedelta,
+    now: datetime.datetime,
+) -> x509.CertificateBuilder:
+    """A server certificate for `key`, the DNS `names` and `ips`, but for its issuer."""
+    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
+    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    return (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + validity)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    )

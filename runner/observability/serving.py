@@ -22,12 +22,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from runner import certauthority
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError
@@ -210,30 +207,13 @@ def tls_context(cert_dir: str) -> ssl.SSLContext:
 
 
 def _self_signed(cert_path: Path, key_path: Path) -> None:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ansible-operator-metrics")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
+    key, cert = certauthority.self_signed_serving(
+        "ansible-operator-metrics",
+        names=("localhost",),
+        ips=("127.0.0.1",),
+        key_type="ec",
+        validity=datetime.timedelta(days=365),
+        now=datetime.datetime.now(datetime.UTC),
     )
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    cert_path.write_bytes(certauthority.cert_pem(cert))
+    key_path.write_bytes(certauthority.key_pem(key, pkcs8=True))

@@ -10,7 +10,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa, x25519
 
-from runner.certauthority import CertificateAuthority, KeyType, cert_pem, key_pem
+from runner.certauthority import (
+    CertificateAuthority,
+    KeyType,
+    cert_pem,
+    key_pem,
+    self_signed_serving,
+)
 
 NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
 
@@ -71,3 +77,22 @@ def test_a_key_that_cannot_sign_is_refused_naming_its_file() -> None:
     )
     with pytest.raises(ValueError, match=r"pki/ca\.key: not an RSA or EC private key"):
         CertificateAuthority.from_pem(pem, b"", source="pki/ca.key")
+
+
+def test_a_self_signed_serving_certificate_is_its_own_issuer() -> None:
+    # The metrics server's certificate when no directory is given: nothing to trust it by.
+    key, cert = self_signed_serving(
+        "metrics",
+        names=("localhost",),
+        ips=("127.0.0.1",),
+        key_type="ec",
+        validity=datetime.timedelta(days=365),
+        now=NOW,
+    )
+    assert cert.issuer == cert.subject
+    cert.verify_directly_issued_by(cert)
+    assert cert.public_key() == key.public_key()
+    alt = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert alt.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert [str(ip) for ip in alt.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert cert.not_valid_after_utc - NOW == datetime.timedelta(days=365)
