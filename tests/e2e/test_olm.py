@@ -30,7 +30,7 @@ from support.operator import OperatorProcess
 from runner.cli import main
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
-from runner.olm import bundles
+from runner.olm import bundles, runrecord
 
 pytestmark = pytest.mark.timeout(3600)  # a cold build of OLM takes many minutes
 
@@ -118,7 +118,7 @@ def installed(cluster: LocalCluster, dyn: DynamicClient, namespace: str) -> Iter
     try:
         yield namespace
     finally:
-        if bundles.load_run(cluster, namespace, PACKAGE) is not None:
+        if runrecord.load_run(cluster, namespace, PACKAGE) is not None:
             assert olm(cluster, "cleanup", "--namespace", namespace) == 0
         namespaces = resource(dyn, "v1", "Namespace")
         wait_for(lambda: get(namespaces, namespace) is None, timeout=120, message="ns gone")
