@@ -40,6 +40,8 @@ RING = "sharding-test"
 LABEL = shard_label(RING)
 COUNT = int(os.environ.get("ANSIBLE_OPERATOR_SHARDING_CRS", "150"))
 FINALIZING = 16
+# Waits that grow with the number of CRs: the defaults fit 150 on a loaded machine.
+SCALE = max(1.0, COUNT / 500)
 LEASE = 30.0  # a loaded machine (CI: three workers on two cores) answers renewals late
 RENEW_DEADLINE = 25.0
 
@@ -207,7 +209,7 @@ class Replicas:
             proc.stop(timeout=60)
 
 
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(1800 * SCALE)
 def test_replicas_share_move_survive_and_shrink(
     pieces: Any, finals: Any, kubeconfig: Path, tmp_path: Path, namespace: str
 ) -> None:
@@ -268,7 +270,7 @@ def test_replicas_share_move_survive_and_shrink(
             }
             return owners if owners == expected and len(owners) == COUNT else None
 
-        return wait_for(done, timeout=600, interval=1, message=f"keys on {live}")
+        return wait_for(done, timeout=600 * SCALE, interval=1, message=f"keys on {live}")
 
     try:
         a, b = start("a"), start("b")
@@ -285,7 +287,7 @@ def test_replicas_share_move_survive_and_shrink(
             )
         wait_for(
             lambda: replicas.assert_running() or _successful(pieces, namespace) == COUNT,
-            timeout=900,
+            timeout=900 * SCALE,
             interval=2,
             message=f"all {COUNT} Successful",
         )
@@ -328,7 +330,7 @@ def test_replicas_share_move_survive_and_shrink(
 
         wait_for(
             victims_served,
-            timeout=300,
+            timeout=300 * SCALE,
             interval=1,
             message="the victim's keys reconciled by their new owners",
         )
