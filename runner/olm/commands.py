@@ -18,7 +18,8 @@ def _progress(message: str) -> None:
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
-    from runner.cluster.local import LocalCluster, default_state_dir
+    from runner.cluster.layout import default_state_dir
+    from runner.cluster.local import LocalCluster
 
     state_dir = Path(args.state_dir).resolve() if args.state_dir else default_state_dir()
     return LocalCluster(state_dir)
