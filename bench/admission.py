@@ -26,6 +26,8 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import signal
 import ssl
 import statistics
 import sys
@@ -63,7 +65,8 @@ def _kubeconfig() -> Path:
     given = os.environ.get("ANSIBLE_OPERATOR_TEST_KUBECONFIG")
     if given:
         return Path(given)
-    from runner.cluster.local import LocalCluster, default_state_dir
+    from runner.cluster.layout import default_state_dir
+    from runner.cluster.local import LocalCluster
 
     cluster = LocalCluster(default_state_dir())
     cluster.up(progress=lambda m: print(m, file=sys.stderr))
@@ -273,6 +276,7 @@ def main() -> int:
         "--webhook-workers", default="", metavar="N", help="the operator's flag (its default)"
     )
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
     kubeconfig = _kubeconfig()
     api = config.new_client_from_config(config_file=str(kubeconfig))
@@ -374,11 +378,20 @@ def main() -> int:
         results["admission_c10_during_reconciles"] = _percentiles(latencies)
         print(f"{args.crs} CRs reconciling with 10 concurrent admissions: {burst}")
         print(f"admission meanwhile: {results['admission_c10_during_reconciles']}")
+    except BaseException:
+        tail = operator.log().splitlines()[-30:]
+        print("the operator's last log lines:", *tail, sep="\n", file=sys.stderr)
+        raise
     finally:
         operator.stop()
         release_custom_resources(dyn, namespace)
         core.delete_namespace(namespace)
+        shutil.rmtree(work, ignore_errors=True)
     return _report(results, args.crs)
+
+
+def _exit_on_sigterm(_signum: int, _frame: object) -> None:
+    raise SystemExit(143)  # unwinds through main's clean-up like Ctrl-C
 
 
 def _report(results: dict[str, Any], crs: int) -> int:

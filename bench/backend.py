@@ -87,7 +87,8 @@ def _cluster(namespace: str) -> Path:
     import yaml
     from support.operator import install_crd
 
-    from runner.cluster.local import LocalCluster, default_state_dir
+    from runner.cluster.layout import default_state_dir
+    from runner.cluster.local import LocalCluster
 
     cluster = LocalCluster(default_state_dir())
     cluster.up(progress=lambda message: print(message, file=sys.stderr))

@@ -130,9 +130,14 @@ def _cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    # Imported when used: the control plane's modules are no part of `run`'s process.
     from runner.cluster import commands
 
+    return commands.dispatch(args)
+
+
+def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cluster = sub.add_parser(
         "cluster",
         help="a local Kubernetes control plane (etcd, kube-apiserver, ...) built from Go",
@@ -184,7 +189,7 @@ def _add_cluster(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "uses the cluster's kubeconfig unless KUBECONFIG is set",
     )
     kubectl.add_argument("kubectl_args", nargs=argparse.REMAINDER, metavar="ARGS")
-    cluster.set_defaults(handler=commands.dispatch)
+    cluster.set_defaults(handler=_cmd_cluster)
 
 
 def build_parser() -> argparse.ArgumentParser:

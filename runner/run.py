@@ -32,7 +32,6 @@ from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector
 from runner.engine.manager import Manager
 from runner.engine.reconciler import RunSettings
-from runner.engine.reload import Reloader
 from runner.k8s.client import KubeClient
 from runner.k8s.kubeconfig import locate as locate_kubeconfig
 from runner.observability import logging as logs
@@ -329,6 +328,9 @@ async def _serve(
             )
             stack.push_async_callback(sweep.close)
         if settings.reload:
+            # Imported when asked for: watchdog's observers serve only `--reload`.
+            from runner.engine.reload import Reloader
+
             reloader = Reloader(
                 manager,
                 client=client,

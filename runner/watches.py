@@ -27,16 +27,15 @@ Compatibility details kept on purpose:
   as the original refused it (it has no unit).
 
 `parse()` is pure apart from checking that roles and playbooks exist; `load()` reads the
-file and calls it.
+file and calls it. This module holds the Watch model and assembles each entry; the parser
+of each field, the role look-up and the per-watch environment overrides are
+`runner.watchfields`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Any, Final
 
 import yaml
 
-from runner.durations import parse_duration
+from runner import watchfields
 from runner.envexpand import expand_env, expand_traced
 from runner.errors import ConfigError
 from runner.fields import FieldError, FieldPath, describe, normalize_keys
@@ -62,11 +61,9 @@ __all__ = [
     "KNOWN_KEYS",
     "Finalizer",
     "Watch",
-    "env_suffix",
     "expand_env",
     "load",
     "parse",
-    "role_candidates",
     "spec_template_warning",
 ]
 
@@ -101,14 +98,7 @@ KNOWN_KEYS: Final = (
 )
 _IGNORED_KEYS: Final = ("maxWorkers", "ansibleVerbosity", "maxConcurrentReconciles")
 _IGNORED_FOLDED: Final = frozenset(key.casefold() for key in _IGNORED_KEYS)
-_GVK_KEYS: Final = ("group", "version", "kind")
 _FINALIZER_KEYS: Final = ("name", "playbook", "role", "vars")
-_INTEGER: Final = re.compile(r"[+-]?[0-9]+\Z")
-_DNS_SUBDOMAIN: Final = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z"
-)
-_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_KIND: Final = re.compile(r"[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?\Z")
 
 
 @dataclass(frozen=True)
@@ -152,25 +142,6 @@ class Watch:
     message each, naming file, entry, key and line (`run` logs them once)."""
 
 
-@dataclass(frozen=True)
-class _Context:
-    """Everything an entry is resolved against."""
-
-    environ: Mapping[str, str]
-    base_dir: Path
-    roles_path: tuple[Path, ...]
-    collections_path: tuple[Path, ...]
-    default_reconcile_period: float
-    default_max_concurrent_reconciles: int
-    default_ansible_verbosity: int
-    default_reconcile_timeout: float
-
-
-def env_suffix(gvk: GVK) -> str:
-    """`<KIND>_<GROUP>` of the per-watch variables: upper case, dots to `_` (dashes kept)."""
-    return f"{gvk.kind}_{gvk.group}".replace(".", "_").upper()
-
-
 def spec_template_warning(watch: Watch) -> str | None:
     """Why a watch that renders its CRs' spec values as templates is a risk, or None.
 
@@ -188,65 +159,6 @@ def spec_template_warning(watch: Watch) -> str | None:
     )
 
 
-def _search_path(
-    given: Sequence[str | os.PathLike[str]] | None,
-    variable: str,
-    default: Sequence[str],
-    *,
-    environ: Mapping[str, str],
-    base_dir: Path,
-) -> tuple[Path, ...]:
-    if given is None:
-        given = [entry for entry in environ.get(variable, "").split(":") if entry] or default
-    paths: list[Path] = []
-    home = environ.get("HOME", "")
-    for entry in (os.fspath(item) for item in given):
-        if entry == "~" or entry.startswith("~/"):
-            if not home:
-                continue  # like the original: no home directory, no home entry
-            entry = home + entry[1:]
-        paths.append(Path(os.path.normpath(base_dir / entry)))
-    return tuple(paths)
-
-
-def role_candidates(
-    name: str,
-    *,
-    base_dir: Path,
-    roles_path: Sequence[Path],
-    collections_path: Sequence[Path],
-) -> tuple[Path, ...]:
-    """Where a `role:` value is looked for, in order (the first existing one is used).
-
-    Absolute path; FQCN `ns.coll.role` in each collections path entry; each roles path
-    entry E as E/<role> then E/roles/<role>; `<base_dir>/roles/<role>`; and, as the
-    original's last resort, `<base_dir>/<role>`.
-    """
-    if os.path.isabs(name):
-        return (Path(os.path.normpath(name)),)
-    candidates: list[Path] = []
-    parts = name.split(".")
-    if len(parts) == 3 and all(parts):
-        namespace, collection, role = parts
-        candidates += [
-            entry / "ansible_collections" / namespace / collection / "roles" / role
-            for entry in collections_path
-        ]
-    for entry in roles_path:
-        candidates += [entry / name, entry / "roles" / name]
-    candidates += [base_dir / "roles" / name, base_dir / name]
-    return tuple(Path(os.path.normpath(candidate)) for candidate in candidates)
-
-
-def _string(fields: Mapping[str, Any], key: str, path: FieldPath) -> str:
-    value = fields.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise FieldError((*path, key), f"expected a string, got {describe(value)}")
-    return value
-
-
 def _bool(fields: Mapping[str, Any], key: str) -> bool:
     value = fields.get(key)
     if value is None:
@@ -254,96 +166,6 @@ def _bool(fields: Mapping[str, Any], key: str) -> bool:
     if not isinstance(value, bool):
         raise FieldError((key,), f"expected true or false, got {describe(value)}")
     return value
-
-
-def _json_vars(value: object, path: FieldPath) -> Any:
-    """Vars as the original saw them after its YAML-to-JSON step: string keys only."""
-    if isinstance(value, Mapping):
-        result: dict[str, Any] = {}
-        for key, item in value.items():
-            if isinstance(key, bool):
-                key = "true" if key else "false"
-            elif isinstance(key, int):
-                key = str(key)
-            elif not isinstance(key, str):
-                raise FieldError(path, f"keys must be strings, got {describe(key)}")
-            result[key] = _json_vars(item, (*path, key))
-        return result
-    if isinstance(value, list):
-        return [_json_vars(item, (*path, i)) for i, item in enumerate(value)]
-    if value is None or isinstance(value, str | int | float):
-        return value
-    raise FieldError(path, f"cannot be passed to Ansible as JSON: {describe(value)}")
-
-
-def _vars(value: object, path: FieldPath) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise FieldError(path, f"expected a mapping, got {describe(value)}")
-    result: dict[str, Any] = _json_vars(value, path)
-    return result
-
-
-def _gvk(fields: Mapping[str, Any], path: FieldPath) -> GVK:
-    return GVK(
-        group=_string(fields, "group", path),
-        version=_string(fields, "version", path),
-        kind=_string(fields, "kind", path),
-    )
-
-
-def _playbook(value: str, path: FieldPath, ctx: _Context) -> Path:
-    playbook = Path(os.path.normpath(ctx.base_dir / value))
-    if not playbook.is_file():
-        problem = "is not a file" if playbook.exists() else "was not found"
-        raise FieldError(path, f"{value} {problem} (looked for {playbook})")
-    return playbook
-
-
-def _role(value: str, path: FieldPath, ctx: _Context) -> Path:
-    candidates = role_candidates(
-        value,
-        base_dir=ctx.base_dir,
-        roles_path=ctx.roles_path,
-        collections_path=ctx.collections_path,
-    )
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    looked = ", ".join(map(str, candidates))
-    raise FieldError(path, f"{value} was not found (looked in {looked})")
-
-
-def _reconcile_period(value: object, default: float, warns: list[FieldError]) -> float:
-    path: FieldPath = ("reconcilePeriod",)
-    if value is None:
-        return default
-    if isinstance(value, str):
-        quoted = json.dumps(value, ensure_ascii=False)
-        try:
-            seconds = parse_duration(value)
-        except ValueError as exc:
-            raise FieldError(path, f"invalid duration {quoted}: {exc}") from None
-        if seconds < 0:
-            warns.append(
-                FieldError(
-                    path,
-                    f"{quoted} is negative: resources are then never reconciled periodically "
-                    '(as with the Go operator); leave it out or write "0" for the '
-                    "--reconcile-period default",
-                )
-            )
-    elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        # The Go operator refuses an unquoted number too: it has no unit.
-        raise FieldError(
-            path,
-            f'expected a duration string such as "{value}s", got the number {value} '
-            "(a bare number has no unit)",
-        )
-    else:
-        raise FieldError(path, f'expected a duration such as "30s", got {describe(value)}')
-    return default if seconds == 0 else seconds
 
 
 def _max_runner_artifacts(value: object) -> int:
@@ -356,29 +178,9 @@ def _max_runner_artifacts(value: object) -> int:
     return value
 
 
-def _blacklist(value: object, warns: list[FieldError]) -> tuple[GVK, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise FieldError(
-            ("blacklist",), f"expected a list of {{group, version, kind}}, got {describe(value)}"
-        )
-    result: list[GVK] = []
-    for index, item in enumerate(value):
-        path: FieldPath = ("blacklist", index)
-        if not isinstance(item, Mapping):
-            raise FieldError(
-                path, f"expected a mapping with group, version, kind, got {describe(item)}"
-            )
-        gvk = _gvk(normalize_keys(item, _GVK_KEYS, path=path, unknown=warns), path)
-        for key in ("version", "kind"):
-            if not getattr(gvk, key):
-                raise FieldError((*path, key), f"must not be empty in {describe(dict(item))}")
-        result.append(gvk)
-    return tuple(result)
-
-
-def _finalizer(value: object, ctx: _Context, warns: list[FieldError]) -> Finalizer | None:
+def _finalizer(
+    value: object, ctx: watchfields.Context, warns: list[FieldError]
+) -> Finalizer | None:
     if value is None:
         return None
     path: FieldPath = ("finalizer",)
@@ -387,23 +189,25 @@ def _finalizer(value: object, ctx: _Context, warns: list[FieldError]) -> Finaliz
             path, f"expected a mapping with name, role|playbook, vars, got {describe(value)}"
         )
     fields = normalize_keys(value, _FINALIZER_KEYS, path=path, unknown=warns)
-    name = _string(fields, "name", path)
+    name = watchfields.string(fields, "name", path)
     if not name:
         raise FieldError((*path, "name"), f"finalizer must have name, got {describe(dict(value))}")
-    playbook_value = _string(fields, "playbook", path)
-    role_value = _string(fields, "role", path)
-    finalizer_vars = _vars(fields.get("vars"), (*path, "vars"))
+    playbook_value = watchfields.string(fields, "playbook", path)
+    role_value = watchfields.string(fields, "role", path)
+    finalizer_vars = watchfields.vars_mapping(fields.get("vars"), (*path, "vars"))
     if playbook_value:
         if role_value:
-            warns.append(_both((*path, "role"), role_value))
+            warns.append(watchfields.playbook_wins((*path, "role"), role_value))
         return Finalizer(
             name=name,
-            playbook=_playbook(playbook_value, (*path, "playbook"), ctx),
+            playbook=watchfields.find_playbook(playbook_value, (*path, "playbook"), ctx),
             vars=finalizer_vars,
         )
     if role_value:
         return Finalizer(
-            name=name, role=_role(role_value, (*path, "role"), ctx), vars=finalizer_vars
+            name=name,
+            role=watchfields.find_role(role_value, (*path, "role"), ctx),
+            vars=finalizer_vars,
         )
     if not finalizer_vars:
         raise FieldError(
@@ -413,98 +217,9 @@ def _finalizer(value: object, ctx: _Context, warns: list[FieldError]) -> Finaliz
     return Finalizer(name=name, vars=finalizer_vars)
 
 
-def _env_int(environ: Mapping[str, str], name: str) -> int | None:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return None
-    if not _INTEGER.match(raw):
-        raise FieldError((f"environment variable {name}",), f"expected an integer, got {raw!r}")
-    return int(raw)
-
-
-def _max_concurrent_reconciles(gvk: GVK, ctx: _Context) -> int:
-    suffix = env_suffix(gvk)
-    value = _env_int(ctx.environ, f"MAX_CONCURRENT_RECONCILES_{suffix}")
-    if value is None:
-        value = _env_int(ctx.environ, f"WORKER_{suffix}")  # the older name
-    return ctx.default_max_concurrent_reconciles if value is None or value <= 0 else value
-
-
-def _ansible_verbosity(gvk: GVK, ctx: _Context) -> int:
-    name = f"ANSIBLE_VERBOSITY_{env_suffix(gvk)}"
-    value = _env_int(ctx.environ, name)
-    if value is None:
-        return ctx.default_ansible_verbosity
-    if not 0 <= value <= 7:
-        raise FieldError((f"environment variable {name}",), f"expected 0 to 7, got {value}")
-    return value
-
-
-def _reconcile_timeout(gvk: GVK, ctx: _Context) -> float:
-    """`RECONCILE_TIMEOUT_<KIND>_<GROUP>`: a Go duration; `0` turns the limit off for
-    this watch even when `--reconcile-timeout` sets one."""
-    name = f"RECONCILE_TIMEOUT_{env_suffix(gvk)}"
-    raw = ctx.environ.get(name, "").strip()
-    if not raw:
-        return ctx.default_reconcile_timeout
-    try:
-        seconds = parse_duration(raw)
-    except ValueError as exc:
-        raise FieldError((f"environment variable {name}",), str(exc)) from None
-    if seconds < 0:
-        raise FieldError(
-            (f"environment variable {name}",), f"expected a duration of 0 or more, got {raw!r}"
-        )
-    return seconds
-
-
-def _both(role_path: FieldPath, role: str) -> FieldError:
-    return FieldError(
-        role_path,
-        f"{role} is ignored: playbook is set too, and the playbook runs (as with the Go "
-        "operator); remove one of the two",
-    )
-
-
-def _ignored(key: str, value: object, gvk: GVK) -> FieldError:
-    """The Go operator never read these from the file; say where the setting lives."""
-    if key.casefold() == "ansibleverbosity":
-        where = f"--ansible-verbosity or ANSIBLE_VERBOSITY_{env_suffix(gvk)}"
-    else:
-        where = f"--max-concurrent-reconciles or MAX_CONCURRENT_RECONCILES_{env_suffix(gvk)}"
-    return FieldError(
-        (key,),
-        f"{describe(value)} is ignored: watches.yaml cannot set it (the Go operator ignores "
-        f"it too); use {where}",
-    )
-
-
-def _check_gvk_syntax(gvk: GVK, warns: list[FieldError]) -> None:
-    """Names no CustomResourceDefinition can have: accepted (the Go operator accepted
-    them), but such a watch never finds anything to reconcile."""
-    checks = (
-        (
-            "group",
-            gvk.group,
-            _DNS_SUBDOMAIN,
-            "a DNS subdomain: lower-case letters, digits, '-' and '.'",
-        ),
-        ("version", gvk.version, _DNS_LABEL, "lower-case letters, digits and '-'"),
-        ("kind", gvk.kind, _KIND, "a letter, then letters, digits and '-'"),
-    )
-    for key, value, pattern, rule in checks:
-        if value and not pattern.match(value):
-            warns.append(
-                FieldError(
-                    (key,),
-                    f"{json.dumps(value, ensure_ascii=False)} is not a valid API {key} "
-                    f"({rule}): no CustomResourceDefinition can serve it, so this watch "
-                    "will find nothing to reconcile",
-                )
-            )
-
-
-def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int], warns: list[FieldError]) -> Watch:
+def _entry(
+    raw: object, ctx: watchfields.Context, seen: Mapping[GVK, int], warns: list[FieldError]
+) -> Watch:
     if not isinstance(raw, Mapping):
         raise FieldError((), f"expected a mapping, got {describe(raw)}")
     ignored = {key for key in raw if isinstance(key, str) and key.casefold() in _IGNORED_FOLDED}
@@ -512,25 +227,25 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int], warns: list[Fiel
     fields = normalize_keys(
         {k: v for k, v in raw.items() if k not in ignored}, KNOWN_KEYS, path=(), unknown=unknown
     )
-    gvk = _gvk(fields, ())
+    gvk = watchfields.gvk_of(fields, ())
     for key in ("version", "kind"):
         if not getattr(gvk, key):
             raise FieldError((key,), f"invalid GVK: {gvk}: {key} must not be empty")
     if gvk in seen:
         raise FieldError((), f"duplicate GVK: {gvk} (first defined by entry {seen[gvk]})")
-    _check_gvk_syntax(gvk, warns)
+    watchfields.check_gvk_syntax(gvk, warns)
     warns += unknown
-    warns += [_ignored(key, raw[key], gvk) for key in sorted(ignored)]
+    warns += [watchfields.ignored_key(key, raw[key], gvk) for key in sorted(ignored)]
 
-    playbook_value = _string(fields, "playbook", ())
-    role_value = _string(fields, "role", ())
+    playbook_value = watchfields.string(fields, "playbook", ())
+    role_value = watchfields.string(fields, "role", ())
     playbook = role = None
     if playbook_value:
-        playbook = _playbook(playbook_value, ("playbook",), ctx)
+        playbook = watchfields.find_playbook(playbook_value, ("playbook",), ctx)
         if role_value:
-            warns.append(_both(("role",), role_value))
+            warns.append(watchfields.playbook_wins(("role",), role_value))
     elif role_value:
-        role = _role(role_value, ("role",), ctx)
+        role = watchfields.find_role(role_value, ("role",), ctx)
     else:
         raise FieldError((), "must specify Role or Playbook (neither role nor playbook is set)")
 
@@ -539,8 +254,8 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int], warns: list[Fiel
         gvk=gvk,
         playbook=playbook,
         role=role,
-        vars=_vars(fields.get("vars"), ("vars",)),
-        reconcile_period=_reconcile_period(
+        vars=watchfields.vars_mapping(fields.get("vars"), ("vars",)),
+        reconcile_period=watchfields.reconcile_period(
             fields.get("reconcilePeriod"), ctx.default_reconcile_period, warns
         ),
         manage_status=_bool(fields, "manageStatus"),
@@ -550,12 +265,12 @@ def _entry(raw: object, ctx: _Context, seen: Mapping[GVK, int], warns: list[Fiel
         watch_annotations_changes=_bool(fields, "watchAnnotationsChanges"),
         mark_unsafe=_bool(fields, "markUnsafe"),
         max_runner_artifacts=_max_runner_artifacts(fields.get("maxRunnerArtifacts")),
-        blacklist=_blacklist(fields.get("blacklist"), warns),
+        blacklist=watchfields.blacklist(fields.get("blacklist"), warns),
         selector=None if selector is None else parse_label_selector(selector, path=("selector",)),
         finalizer=_finalizer(fields.get("finalizer"), ctx, warns),
-        max_concurrent_reconciles=_max_concurrent_reconciles(gvk, ctx),
-        ansible_verbosity=_ansible_verbosity(gvk, ctx),
-        reconcile_timeout=_reconcile_timeout(gvk, ctx),
+        max_concurrent_reconciles=watchfields.max_concurrent_reconciles(gvk, ctx),
+        ansible_verbosity=watchfields.ansible_verbosity(gvk, ctx),
+        reconcile_timeout=watchfields.reconcile_timeout(gvk, ctx),
         ignored_keys=tuple(sorted(ignored | {str(w.path[0]) for w in unknown})),
     )
 
@@ -567,7 +282,7 @@ def _header(source: str, index: int, raw: object) -> str:
     found = {
         str(key).casefold(): value
         for key, value in raw.items()
-        if str(key).casefold() in _GVK_KEYS and isinstance(value, str)
+        if str(key).casefold() in watchfields.GVK_KEYS and isinstance(value, str)
     }
     gvk = GVK(found.get("group", ""), found.get("version", ""), found.get("kind", ""))
     return (
@@ -599,13 +314,13 @@ def parse(
     """
     if not base_dir.is_absolute():
         raise ValueError(f"base_dir must be absolute, got {base_dir}")
-    ctx = _Context(
+    ctx = watchfields.Context(
         environ=environ,
         base_dir=base_dir,
-        roles_path=_search_path(
+        roles_path=watchfields.search_path(
             roles_path, "ANSIBLE_ROLES_PATH", (), environ=environ, base_dir=base_dir
         ),
-        collections_path=_search_path(
+        collections_path=watchfields.search_path(
             collections_path,
             "ANSIBLE_COLLECTIONS_PATH",
             DEFAULT_COLLECTIONS_PATH,

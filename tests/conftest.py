@@ -31,7 +31,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from support import parallel
 
     if not parallel.is_worker() and not os.environ.get("ANSIBLE_OPERATOR_TEST_KUBECONFIG"):
-        from runner.cluster.local import default_state_dir
+        from runner.cluster.layout import default_state_dir
 
         parallel.stop_shared_cluster(default_state_dir())
 
@@ -67,7 +67,8 @@ def kubeconfig() -> Iterator[Path]:
         return
     from support import parallel
 
-    from runner.cluster.local import LocalCluster, default_state_dir
+    from runner.cluster.layout import default_state_dir
+    from runner.cluster.local import LocalCluster
 
     if parallel.is_worker():
         yield parallel.shared_cluster(default_state_dir())

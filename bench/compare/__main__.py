@@ -18,7 +18,8 @@ from kubernetes import config
 
 from runner.cluster import build
 from runner.cluster.components import go_ansible_operator
-from runner.cluster.local import LocalCluster, default_state_dir
+from runner.cluster.layout import default_state_dir
+from runner.cluster.local import LocalCluster
 
 from . import __doc__ as DESCRIPTION
 from .base import REPO, log

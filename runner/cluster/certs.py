@@ -8,39 +8,16 @@ tokens. Everything is written once into the state dir and reused on restart.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from runner.certauthority import CertificateAuthority, cert_pem, key_pem, new_key
+from runner.cluster.layout import PKI
 
 _VALIDITY = datetime.timedelta(days=365)
 _SERVING_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
-
-
-@dataclass(frozen=True)
-class PKI:
-    """Paths of the files the control plane is started with."""
-
-    ca_cert: Path
-    ca_key: Path
-    serving_cert: Path
-    serving_key: Path
-    service_account_key: Path
-    service_account_pub: Path
-
-    @classmethod
-    def under(cls, directory: Path) -> PKI:
-        return cls(
-            ca_cert=directory / "ca.crt",
-            ca_key=directory / "ca.key",
-            serving_cert=directory / "apiserver.crt",
-            serving_key=directory / "apiserver.key",
-            service_account_key=directory / "sa.key",
-            service_account_pub=directory / "sa.pub",
-        )
 
 
 def _write(path: Path, data: bytes, *, private: bool = False) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from runner.cluster import build, registry
 from runner.cluster.components import kubelet, olm_operators, olm_v1_operators, tools
 from runner.cluster.components import registry as registry_component
-from runner.cluster.local import LocalCluster, default_state_dir
+from runner.cluster.layout import default_state_dir
+from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 
 

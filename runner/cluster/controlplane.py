@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.cluster.certs import PKI
 from runner.cluster.egress import ClusterNetworks
+from runner.cluster.layout import PKI
 from runner.cluster.process import LOOPBACK
 
 FAKE_NODE = "kwok-node-0"

@@ -23,6 +23,7 @@ from runner.cluster import build, certs, controlplane, egress, machine, process
 from runner.cluster.components import components, kubelet
 from runner.cluster.controlplane import FAKE_NODE, FAKE_NODE_OBJECT, KUBELET_ADDRESS_TYPES
 from runner.cluster.kubeconfig import admin_kubeconfig
+from runner.cluster.layout import PKI
 from runner.cluster.realnode import RealNode, node_ready
 from runner.errors import ClusterError
 from runner.progress import Ticker
@@ -30,12 +31,6 @@ from runner.progress import Ticker
 Progress = Callable[[str], None]
 
 _STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
-
-
-def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    configured = env.get("ANSIBLE_OPERATOR_CLUSTER_DIR")
-    return Path(configured).resolve() if configured else Path.cwd() / ".cluster"
 
 
 @dataclass
@@ -99,7 +94,7 @@ class LocalCluster:
     def apiserver(self, state: ClusterState) -> process.Endpoint:
         return process.Endpoint(
             f"https://{process.LOOPBACK}:{state.ports['kube-apiserver']}",
-            ca_file=certs.PKI.under(self.state_dir / "pki").ca_cert,
+            ca_file=PKI.under(self.state_dir / "pki").ca_cert,
             token=self._token(),
         )
 
@@ -279,7 +274,7 @@ class LocalCluster:
         restarted = self._launch(state, "kube-apiserver", [*argv, flag])
         process.wait_until_ready(restarted, self.apiserver(state), "/readyz", timeout=60)
 
-    def _write_kubeconfig(self, state: ClusterState, pki: certs.PKI) -> None:
+    def _write_kubeconfig(self, state: ClusterState, pki: PKI) -> None:
         config = admin_kubeconfig(
             server=self.apiserver(state).url,
             ca_pem=pki.ca_cert.read_bytes(),
@@ -303,7 +298,7 @@ class LocalCluster:
     def _start_all(
         self,
         state: ClusterState,
-        pki: certs.PKI,
+        pki: PKI,
         binaries: dict[str, Path],
         progress: Progress,
     ) -> None:

@@ -20,6 +20,7 @@ import yaml
 
 from runner.cluster import build, certs, process
 from runner.cluster.components import registry
+from runner.cluster.layout import PKI
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 
@@ -111,7 +112,7 @@ def start(
     tls_files = None
     ca_file = None
     if tls:
-        pki = certs.PKI.under(cluster.state_dir / "pki")
+        pki = PKI.under(cluster.state_dir / "pki")
         tls_files = (directory / "tls.crt", directory / "tls.key")
         certs.ensure_serving_cert(pki, *tls_files, common_name="registry", ips=(process.LOOPBACK,))
         ca_file = str(pki.ca_cert)

@@ -9,25 +9,34 @@ certificates the API server trusts too (e.g. the loopback webhook server of
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-
-from runner.cluster.certs import PKI, ensure_serving_cert
-from runner.cluster.local import default_state_dir
+from runner.cluster.layout import PKI, default_state_dir
 
 __all__ = ["local_cluster_signer", "local_pki_trusted_with", "write_serving_pair"]
 
 
+_PEM_CERTIFICATE = re.compile(
+    rb"-----BEGIN CERTIFICATE-----\s*(.+?)-----END CERTIFICATE-----", re.DOTALL
+)
+
+
 def _fingerprints(pem: bytes) -> set[bytes]:
+    """SHA-256 of the DER of each certificate in `pem` (what X.509 tools call its
+    fingerprint). Read with the standard library: every `run` against a kubeconfig with
+    a CA file comes here, and `cryptography` would add about 10 MiB to the process."""
     try:
-        certificates = x509.load_pem_x509_certificates(pem)
-    except ValueError:
+        return {
+            hashlib.sha256(base64.b64decode(body, validate=False)).digest()
+            for body in _PEM_CERTIFICATE.findall(pem)
+        }
+    except ValueError:  # binascii.Error: not base64
         return set()
-    return {cert.fingerprint(hashes.SHA256()) for cert in certificates}
 
 
 def local_pki_trusted_with(ca_pem: bytes, state_dirs: Iterable[Path]) -> PKI | None:
@@ -48,6 +57,9 @@ def local_pki_trusted_with(ca_pem: bytes, state_dirs: Iterable[Path]) -> PKI | N
 def write_serving_pair(pki: PKI, directory: Path) -> bytes:
     """A serving certificate for 127.0.0.1 and localhost signed by the cluster's CA, in
     `directory` as `tls.crt`, `tls.key` and `ca.crt`; returns the CA certificate (PEM)."""
+    # Here, not at the top: only a webhook server on a local cluster makes certificates.
+    from runner.cluster.certs import ensure_serving_cert
+
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     ensure_serving_cert(
         pki,

@@ -34,7 +34,8 @@ from runner.redact import redact_message
 from runner.status import conditions
 from runner.structs import NamespacedName, bodies
 from runner.vars import build_extra_vars
-from runner.watches import Watch, env_suffix
+from runner.watches import Watch
+from runner.watchfields import env_suffix
 
 log = logging.getLogger("ansible-operator.reconciler")
 

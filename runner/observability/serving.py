@@ -24,7 +24,6 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from runner import certauthority
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError
@@ -207,6 +206,9 @@ def tls_context(cert_dir: str) -> ssl.SSLContext:
 
 
 def _self_signed(cert_path: Path, key_path: Path) -> None:
+    # Imported here: `cryptography` (about 10 MiB) only for an operator that makes one.
+    from runner import certauthority
+
     key, cert = certauthority.self_signed_serving(
         "ansible-operator-metrics",
         names=("localhost",),

@@ -7,5 +7,7 @@ namespace to it, as `operator-sdk run bundle` does with images. See docs/olm.md.
 
 Pure parts: `model` (the objects), `installmode`, `report` (status lines and failures),
 `tokens` (service-account kubeconfigs). I/O: `api`, `control` (OLM itself), `serve`
-(opm), `bundles` (run-bundle, upgrade, cleanup), `commands` (the CLI).
+(opm), `bundles` (run-bundle, upgrade, approve), `runrecord` (each run's record),
+`installwait` (waiting for a CSV), `installed` (status, kubeconfig, cleanup), `commands`
+(the CLI).
 """

@@ -1,4 +1,4 @@
-"""`ansible-operator olm ...` (thin: parse, call `control` or `bundles`, print)."""
+"""`ansible-operator olm ...` (thin: parse, call `control`, `bundles` or `installed`, print)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,15 @@ def _progress(message: str) -> None:
 
 
 def _cluster(args: argparse.Namespace) -> LocalCluster:
-    from runner.cluster.local import LocalCluster, default_state_dir
+    from runner.cluster.layout import default_state_dir
+    from runner.cluster.local import LocalCluster
 
     state_dir = Path(args.state_dir).resolve() if args.state_dir else default_state_dir()
     return LocalCluster(state_dir)
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from runner.olm import bundles, control
+    from runner.olm import bundles, control, installed, runrecord
 
     cluster = _cluster(args)
     action = args.action
@@ -41,8 +42,8 @@ def dispatch(args: argparse.Namespace) -> int:
         control.install(cluster, progress=_progress)
         return 0
     if action == "uninstall":
-        for run in bundles.all_runs(cluster):
-            bundles.cleanup(cluster, run.namespace, run.package, progress=_progress)
+        for run in runrecord.all_runs(cluster):
+            installed.cleanup(cluster, run.namespace, run.package, progress=_progress)
         control.uninstall(cluster, progress=_progress)
         return 0
     if action in ("run-bundle", "bundle-upgrade", "approve"):
@@ -78,7 +79,7 @@ def dispatch(args: argparse.Namespace) -> int:
         print(f"{outcome.csv} {outcome.state} ({outcome.seconds:.1f} s)")
         return 0
     if action == "cleanup":
-        bundles.cleanup(
+        installed.cleanup(
             cluster, args.namespace, args.package, keep_crds=args.keep_crds, progress=_progress
         )
         return 0
@@ -86,7 +87,7 @@ def dispatch(args: argparse.Namespace) -> int:
         output = Path(args.output) if args.output else None
         if output is None:
             output = control.olm_dir(cluster) / "kubeconfigs" / f"{args.namespace}.kubeconfig"
-        path, account = bundles.service_account_kubeconfig(
+        path, account = installed.service_account_kubeconfig(
             cluster,
             namespace=args.namespace,
             output=output,
@@ -102,14 +103,14 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def _status(cluster: LocalCluster, args: argparse.Namespace) -> int:
     """OLM v0's status, and OLM v1's when it is installed (either, or both)."""
-    from runner.olm import bundles, control, v1control, v1run
+    from runner.olm import control, installed, v1control, v1run
 
     lines: list[str] = []
     ok = True
     v0 = bool(control.load_ports(cluster)) or any(n in cluster.addons() for n in control.OPERATORS)
     v1 = v1control.installed(cluster)
     if v0 or not v1:
-        lines, ok = bundles.status(cluster, namespace=args.namespace)
+        lines, ok = installed.status(cluster, namespace=args.namespace)
     if v1:
         v1_lines, v1_ok = v1run.status(cluster)
         lines += ([""] if lines else []) + v1_lines

@@ -254,7 +254,7 @@ async def _wait_working(cluster: LocalCluster) -> None:
 def uninstall(cluster: LocalCluster, *, progress: Progress = print) -> None:
     """Remove OLM: the CSVs left (while OLM still runs to finalize them), the operator
     processes, the objects `install` created and the CRDs, and the state. Bundles run
-    with `olm run-bundle` are cleaned up before (`bundles.cleanup`), by the caller."""
+    with `olm run-bundle` are cleaned up before (`installed.cleanup`), by the caller."""
     addons.remove(
         cluster,
         (*reversed(OPERATORS), SERVICE_DIAL),

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from runner.cluster import build, certs, process, registry
 from runner.cluster.components import olm_v1_operators
+from runner.cluster.layout import PKI
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
 from runner.k8s import KubeClient
@@ -139,7 +140,7 @@ def _prepare_files(cluster: LocalCluster) -> tuple[Files, bool]:
     """The files both components read; and whether the registries they must know of
     changed (read once at start: a registry started after them needs a restart)."""
     files = Files(v1_dir(cluster))
-    pki = certs.PKI.under(cluster.state_dir / "pki")
+    pki = PKI.under(cluster.state_dir / "pki")
     certs.ensure_serving_cert(
         pki, files.cert, files.key, common_name="olm-v1", ips=(process.LOOPBACK,)
     )

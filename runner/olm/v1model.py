@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.olm.model import MANAGED_BY, MANAGED_BY_LABEL, dns_label
-from runner.structs import GVK
+from runner.structs import GVK, bodies
 
 Obj = dict[str, Any]
 
@@ -148,7 +148,7 @@ def catalog_serving(catalog: Obj | None, image: str) -> bool:
     if catalog is None or not is_true(catalog, "Serving"):
         return False
     ref = (((catalog.get("spec") or {}).get("source") or {}).get("image") or {}).get("ref")
-    generation = (catalog.get("metadata") or {}).get("generation")
+    generation = bodies.generation(catalog)
     progressing = condition(catalog, "Progressing") or {}
     current = progressing.get("observedGeneration") in (None, generation)
     return ref == image and current and progressing.get("reason") == "Succeeded"
@@ -193,8 +193,7 @@ def extension_state(extension: Obj | None) -> ExtensionState:
 
 def status_lines(kind: str, obj: Obj) -> list[str]:
     """One line for the object and one per condition (type, status, reason, message)."""
-    meta = obj.get("metadata") or {}
-    lines = [f"  {kind} {meta.get('name')}"]
+    lines = [f"  {kind} {bodies.name(obj)}"]
     if kind == CLUSTER_EXTENSION.kind:
         state = extension_state(obj)
         spec = obj.get("spec") or {}

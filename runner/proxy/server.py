@@ -13,8 +13,8 @@ request the proxy:
    (whatever Authorization the client sent is dropped), streaming watch responses;
    either way, a GET of an object the run's owner owns re-registers the dependent watch
    of its kind (which is how watches come back after an operator restart);
-3. leaves `metadata.managedFields` out of every JSON answer (see
-   `without_managed_fields`);
+3. leaves `metadata.managedFields` out of every JSON answer (`forward.py`, which also
+   holds the time limits and the streaming of step 2);
 4. relays upgrade requests (`exec`, `attach`, `portforward`) on a connection of its own
    and splices the two byte streams once the API server switched protocols
    (`upgrade.py`), and streams `log` answers (`k8s_log` with `follow`) as they come;
@@ -37,7 +37,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from runner.errors import ProxyError
@@ -47,6 +46,7 @@ from runner.proxy import access, upgrade
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.filtering import filter_objects, list_body
+from runner.proxy.forward import REQUEST_TIMEOUT_SECONDS, forward, status_body
 from runner.proxy.owner import (
     Injection,
     Owner,
@@ -61,28 +61,8 @@ from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.proxy")
 
-# Never passed on: credentials (ours replace them) and hop-by-hop or length headers that
-# aiohttp sets itself for what it actually sends.
-_DROPPED_REQUEST_HEADERS = frozenset(
-    ("authorization", "host", "connection", "keep-alive", "content-length", "transfer-encoding")
-)
-_DROPPED_RESPONSE_HEADERS = frozenset(
-    ("connection", "keep-alive", "content-length", "transfer-encoding", "content-encoding")
-)
 _READABLE = frozenset(("get", "list", "watch"))
-# The API server ends any request that is not long-running after its --request-timeout
-# (1 minute by default); an upstream that has not answered a little after that is dead
-# or stalled, and the run gets a 504 instead of hanging with it.
-REQUEST_TIMEOUT_SECONDS = 90.0
-_CONNECT_TIMEOUT_SECONDS = 15.0
-# A watch lasts as long as its client wants, but the server ends it after `timeoutSeconds`
-# (without one, after at most twice its --min-request-timeout of 30 minutes): a stream
-# silent for longer than that plus this grace comes from a dead upstream.
-WATCH_GRACE_SECONDS = 30
-_WATCH_MAX_SECONDS = 3600
 _CACHED_SUBRESOURCES = frozenset(("", "status"))
-_STREAMED_SUBRESOURCES = frozenset(("log",))
-"""Answered as they come, like watches: a followed log lasts as long as its container."""
 
 
 @dataclass
@@ -225,7 +205,9 @@ class ProxyServer:
         injection = None
         if body and owner is not None and resource is not None and self._injectable(info, resource):
             body, injection = self._with_owner(body, owner, info, resource)
-        response = await self._forward(request, info, body)
+        response = await forward(
+            self._client, request, info, body, request_timeout=self._request_timeout
+        )
         if owner is not None and resource is not None and info.verb == "get":
             self._reregister_answer(resource, owner, response)
         log.debug(
@@ -246,14 +228,14 @@ class ProxyServer:
         if not access.host_allowed(host, self._allowed_hosts):
             log.warning("API proxy: refused a request for host %r (not a loopback name)", host)
             message = f"the API proxy answers only to its loopback names, not host {host!r}"
-            return web.json_response(_status_body(403, message), status=403)
+            return web.json_response(status_body(403, message), status=403)
         if not access.secret_matches(request.headers.get("Authorization"), self.secret):
             log.warning(
                 "API proxy: refused %s %s without the run credential", request.method, request.path
             )
             message = "the API proxy serves only the operator's Ansible runs (use their kubeconfig)"
             return web.json_response(
-                _status_body(401, message),
+                status_body(401, message),
                 status=401,
                 headers={"WWW-Authenticate": 'Basic realm="ansible-operator API proxy"'},
             )
@@ -417,114 +399,6 @@ class ProxyServer:
             return None
         return self._watches.get(GVK.from_api_version(owner.api_version, owner.kind))
 
-    # -- forwarding ---------------------------------------------------------------------
-
-    async def _forward(
-        self, request: web.Request, info: RequestInfo, body: bytes | None
-    ) -> web.StreamResponse:
-        headers = {
-            name: value
-            for name, value in request.headers.items()
-            if name.lower() not in _DROPPED_REQUEST_HEADERS
-        }
-        try:
-            upstream = await self._client.forward(
-                request.method,
-                request.rel_url.raw_path,
-                query=list(request.query.items()),
-                headers=headers,
-                data=body,
-                timeout=upstream_timeout(
-                    info.verb,
-                    request.query,
-                    total=self._request_timeout,
-                    subresource=info.subresource,
-                ),
-            )
-        except APIError as err:
-            log.warning("API proxy: %s %s: %s", request.method, request.path, err)
-            if isinstance(err.__cause__, TimeoutError):
-                message = f"the API server did not answer within {self._request_timeout:g} s"
-                return web.json_response(_status_body(504, message), status=504)
-            return web.json_response(_status_body(503, str(err)), status=503)
-        try:
-            response_headers = {
-                name: value
-                for name, value in upstream.headers.items()
-                if name.lower() not in _DROPPED_RESPONSE_HEADERS
-            }
-            if info.verb != "watch" and info.subresource not in _STREAMED_SUBRESOURCES:
-                try:
-                    content = await upstream.read()
-                except (aiohttp.ClientError, OSError, TimeoutError) as err:
-                    reason = str(err) or type(err).__name__
-                    log.warning("API proxy: %s %s: %s", request.method, request.path, reason)
-                    message = f"no complete answer from the API server: {reason}"
-                    return web.json_response(_status_body(504, message), status=504)
-                if upstream.content_type == "application/json":
-                    content = without_managed_fields(content)
-                return web.Response(status=upstream.status, body=content, headers=response_headers)
-            streamed = web.StreamResponse(status=upstream.status, headers=response_headers)
-            await streamed.prepare(request)
-            try:
-                async for chunk in upstream.content.iter_any():
-                    await streamed.write(chunk)
-                await streamed.write_eof()
-            except (ConnectionResetError, OSError):
-                log.debug("API proxy: the client of a streamed answer went away")
-            except (aiohttp.ClientError, TimeoutError) as err:
-                # The client sees its watch end and watches again, as after a server close.
-                log.info("API proxy: stream %s ended: upstream %s", request.path, err or "silent")
-            return streamed
-        finally:
-            upstream.release()
-
-
-def upstream_timeout(
-    verb: str,
-    query: Mapping[str, str],
-    *,
-    total: float = REQUEST_TIMEOUT_SECONDS,
-    subresource: str = "",
-) -> aiohttp.ClientTimeout:
-    """How long the proxy waits on the API server for one forwarded request: `total` for
-    the whole of a request that is not a watch; for a watch, the quiet it may keep; for a
-    followed log (`k8s_log` with `follow`), only the connection: a container may stay
-    silent for as long as it runs."""
-    connect = min(total, _CONNECT_TIMEOUT_SECONDS)
-    if subresource == "log" and query.get("follow", "").lower() in ("true", "1"):
-        return aiohttp.ClientTimeout(connect=connect)
-    if verb != "watch":
-        return aiohttp.ClientTimeout(total=total, connect=connect)
-    try:
-        asked = int(query.get("timeoutSeconds", ""))
-    except ValueError:
-        asked = 0
-    seconds = asked if 0 < asked < _WATCH_MAX_SECONDS else _WATCH_MAX_SECONDS
-    return aiohttp.ClientTimeout(connect=connect, sock_read=seconds + WATCH_GRACE_SECONDS)
-
-
-def without_managed_fields(content: bytes) -> bytes:
-    """The response without `metadata.managedFields` (of the object, or of each item).
-
-    The cache keeps objects without them (they are most of an object's size and nobody
-    here reads them), so every answer leaves them out, as `kubectl get` does by default.
-    Otherwise `kubernetes.core.k8s` would compare a cached object with the PATCH answer,
-    see managedFields appear, and report every run as changed."""
-    try:
-        body = json.loads(content)
-    except ValueError:
-        return content
-    if not isinstance(body, dict):
-        return content
-    found = False
-    for obj in [body, *(body.get("items") or [])]:
-        meta = obj.get("metadata") if isinstance(obj, dict) else None
-        if isinstance(meta, dict) and "managedFields" in meta:
-            del meta["managedFields"]
-            found = True
-    return json.dumps(body).encode() if found else content
-
 
 def _gvk(resource: APIResource) -> GVK:
     return GVK(group=resource.group, version=resource.version, kind=resource.kind)
@@ -536,20 +410,6 @@ def _cache_hit(body: Mapping[str, Any]) -> web.Response:
         content_type="application/json",
         headers={"X-Cache": "HIT"},
     )
-
-
-_REASONS = {401: "Unauthorized", 403: "Forbidden", 503: "ServiceUnavailable", 504: "Timeout"}
-
-
-def _status_body(code: int, message: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Status",
-        "status": "Failure",
-        "message": message,
-        "reason": _REASONS.get(code, "InternalError"),
-        "code": code,
-    }
 
 
 def _is_loopback(host: str) -> bool:

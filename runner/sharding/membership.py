@@ -24,6 +24,7 @@ from runner.engine.leader import LEASE, LeaderElector, LeaderSettings
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import APIError
 from runner.sharding.ring import LEAVING_ANNOTATION, RING_LABEL, lease_name
+from runner.structs import bodies
 
 log = logging.getLogger("ansible-operator.sharding")
 
@@ -91,8 +92,7 @@ class Members:
         dead: list[dict[str, Any]] = []
         names = set()
         for lease in items:
-            meta = lease.get("metadata") or {}
-            name = str(meta.get("name") or "")
+            name = bodies.name(lease)
             names.add(name)
             spec = lease.get("spec") or {}
             holder = str(spec.get("holderIdentity") or "")
@@ -103,13 +103,13 @@ class Members:
             duration = float(spec.get("leaseDurationSeconds") or self._s.lease_duration)
             if holder and now - seen[1] < duration:
                 live.add(holder)
-                if (meta.get("annotations") or {}).get(LEAVING_ANNOTATION) == "true":
+                if bodies.annotations(lease).get(LEAVING_ANNOTATION) == "true":
                     leaving.add(holder)
             elif holder != self._s.member and now - seen[1] >= duration + self._s.lease_duration:
                 dead.append(lease)
         for name in set(self._seen) - names:
             del self._seen[name]
-        self.leases = {str((lease.get("metadata") or {}).get("name")): lease for lease in items}
+        self.leases = {bodies.name(lease): lease for lease in items}
         for lease in dead:
             await self._delete(lease)
         self.live = frozenset(live)
@@ -117,13 +117,12 @@ class Members:
         return self.live
 
     async def _delete(self, lease: dict[str, Any]) -> None:
-        meta = lease.get("metadata") or {}
         with contextlib.suppress(APIError):
             # The precondition: a Lease renewed since we read it is left alone.
             await self._client.delete(
                 LEASE,
-                name=str(meta.get("name")),
+                name=bodies.name(lease),
                 namespace=self._s.namespace,
-                resource_version=str(meta.get("resourceVersion") or "") or None,
+                resource_version=bodies.resource_version(lease) or None,
             )
-            log.info("removed the dead member's Lease %s", meta.get("name"))
+            log.info("removed the dead member's Lease %s", bodies.name(lease))

@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
 
 RING_LABEL = "sharding.ansible-operator/ring"
 """On each member's Lease: the ring it belongs to."""
@@ -101,8 +101,7 @@ def unowned_selector(ring: str, members: Collection[str]) -> str:
 
 def shard_of(obj: Mapping[str, Any], ring: str) -> str:
     """The member named by the CR's shard label ("" when unlabelled)."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return str(labels.get(shard_label(ring)) or "")
+    return str(bodies.labels(obj).get(shard_label(ring)) or "")
 
 
 @dataclass(frozen=True)
@@ -133,6 +132,5 @@ class Handoff:
 
 
 def handoff_of(obj: Mapping[str, Any], ring: str) -> Handoff | None:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(handoff_annotation(ring))
+    text = bodies.annotations(obj).get(handoff_annotation(ring))
     return Handoff.decode(text) if isinstance(text, str) else None

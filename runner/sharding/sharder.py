@@ -57,7 +57,7 @@ from runner.sharding.ring import (
     shard_of,
     unowned_selector,
 )
-from runner.structs import GVK, NamespacedName
+from runner.structs import GVK, NamespacedName, bodies
 from runner.structs.bodies import object_key
 
 log = logging.getLogger("ansible-operator.sharding")
@@ -293,10 +293,9 @@ class Sharder:
         await asyncio.gather(*(self._claim_one(*item) for item in mine))
 
     async def _claim_one(self, gvk: GVK, key: NamespacedName, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
         body = {
             "metadata": {
-                "resourceVersion": meta.get("resourceVersion"),
+                "resourceVersion": bodies.resource_version(obj),
                 "labels": {self._label: self.member},
             }
         }
@@ -378,7 +377,7 @@ class Sharder:
                 return False
             body = {
                 "metadata": {
-                    "resourceVersion": (obj.get("metadata") or {}).get("resourceVersion"),
+                    "resourceVersion": bodies.resource_version(obj),
                     "labels": {self._label: target},
                     "annotations": {handoff_annotation(self._s.ring): handoff.encode()},
                 }
@@ -413,12 +412,11 @@ class Sharder:
                     for o in owners
                 ):
                     continue
-                meta = obj.get("metadata") or {}
                 with contextlib.suppress(NotFound):
                     await self._client.patch(
                         kind,
-                        name=str(meta.get("name")),
-                        namespace=meta.get("namespace") or None,
+                        name=bodies.name(obj),
+                        namespace=bodies.namespace(obj) or None,
                         body={"metadata": {"labels": {self._label: target}}},
                     )
 

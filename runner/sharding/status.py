@@ -24,7 +24,7 @@ from runner.engine.leader import LEASE
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.sharding.ring import LEAVING_ANNOTATION, RING_LABEL, shard_of
-from runner.structs import GVK
+from runner.structs import GVK, bodies
 
 
 @dataclass(frozen=True)
@@ -113,15 +113,15 @@ def member_rows(
     for lease in leases:
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
-        member = holder or str((lease.get("metadata") or {}).get("name"))
+        member = holder or bodies.name(lease)
         renewed = spec.get("renewTime")
         ago = (now - _time(renewed)).total_seconds() if renewed else None
         duration = float(spec.get("leaseDurationSeconds") or 0)
         if not holder:
             state = "released"
         elif ago is not None and ago < duration:
-            annotations = (lease.get("metadata") or {}).get("annotations") or {}
-            state = "leaving" if annotations.get(LEAVING_ANNOTATION) == "true" else "live"
+            leaving = bodies.annotations(lease).get(LEAVING_ANNOTATION) == "true"
+            state = "leaving" if leaving else "live"
         else:
             state = "expired"
         rows.append(MemberRow(member, state, ago, owners.get(member, 0)))

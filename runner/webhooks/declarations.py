@@ -37,7 +37,8 @@ from runner.envexpand import expand_env
 from runner.errors import ConfigError
 from runner.fields import FieldError, FieldPath, describe, normalize_keys
 from runner.structs import GVK
-from runner.watches import DEFAULT_COLLECTIONS_PATH, role_candidates
+from runner.watches import DEFAULT_COLLECTIONS_PATH
+from runner.watchfields import role_candidates
 from runner.yamlerror import describe_yaml_error
 
 __all__ = [

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from runner.certauthority import CertificateAuthority, cert_pem, key_pem
 from runner.k8s.client import KubeClient
 from runner.k8s.errors import Conflict, NotFound
 from runner.structs import GVK
@@ -65,6 +64,9 @@ def is_loopback_server(url: str) -> bool:
 def write_dev_certificates(directory: Path, *, now: datetime.datetime | None = None) -> bytes:
     """A new CA and a serving certificate for 127.0.0.1 and localhost in `directory`
     (`tls.crt`, `tls.key`, `ca.crt`); returns the CA certificate (PEM)."""
+    # Imported here: `cryptography` (about 10 MiB) only for an operator serving webhooks.
+    from runner.certauthority import CertificateAuthority, cert_pem, key_pem
+
     now = now or datetime.datetime.now(datetime.UTC)
     ca = CertificateAuthority.create(
         "ansible-operator webhook CA", key_type="ec", validity=_VALIDITY, path_length=0, now=now

@@ -30,7 +30,7 @@ from support.operator import OperatorProcess
 from runner.cli import main
 from runner.cluster.local import LocalCluster
 from runner.errors import ClusterError
-from runner.olm import bundles
+from runner.olm import bundles, installwait, runrecord
 
 pytestmark = pytest.mark.timeout(3600)  # a cold build of OLM takes many minutes
 
@@ -118,7 +118,7 @@ def installed(cluster: LocalCluster, dyn: DynamicClient, namespace: str) -> Iter
     try:
         yield namespace
     finally:
-        if bundles.load_run(cluster, namespace, PACKAGE) is not None:
+        if runrecord.load_run(cluster, namespace, PACKAGE) is not None:
             assert olm(cluster, "cleanup", "--namespace", namespace) == 0
         namespaces = resource(dyn, "v1", "Namespace")
         wait_for(lambda: get(namespaces, namespace) is None, timeout=120, message="ns gone")
@@ -298,7 +298,7 @@ def test_a_bundle_without_its_crd_fails_with_olms_reason(
     # it has lasted SETTLE_SECONDS (45 s: under load a requirement can go missing for a
     # moment during an upgrade); this bundle never recovers, so a shorter wait reports
     # the same reason sooner.
-    monkeypatch.setattr(bundles, "SETTLE_SECONDS", 20.0)
+    monkeypatch.setattr(installwait, "SETTLE_SECONDS", 20.0)
     broken = tmp_path / "bundle"
     shutil.copytree(bundle_dirs["0.1.0"], broken)
     (broken / CRD_FILE).unlink()

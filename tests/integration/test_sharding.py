@@ -40,7 +40,10 @@ RING = "sharding-test"
 LABEL = shard_label(RING)
 COUNT = int(os.environ.get("ANSIBLE_OPERATOR_SHARDING_CRS", "150"))
 FINALIZING = 16
-LEASE = 15.0  # the renew deadline 12 s: a loaded machine answers slowly
+# Waits that grow with the number of CRs: the defaults fit 150 on a loaded machine.
+SCALE = max(1.0, COUNT / 500)
+LEASE = 30.0  # a loaded machine (CI: three workers on two cores) answers renewals late
+RENEW_DEADLINE = 25.0
 
 NOOP = """
 - name: Nothing to do
@@ -147,7 +150,66 @@ def _successful(resource: Any, namespace: str) -> int:
     )
 
 
-@pytest.mark.timeout(1800)
+class Replicas:
+    """The test's operator processes, by the test's name for each, and their members."""
+
+    def __init__(
+        self, project: Path, *, kubeconfig: Path, args: list[str], root: Path, namespace: str
+    ) -> None:
+        self.project, self.kubeconfig, self.args = project, kubeconfig, args
+        self.root, self.namespace = root, namespace
+        self.procs: dict[str, OperatorProcess] = {}
+        self.members: dict[str, str] = {}  # the test's name -> member name
+        self.stopped: set[str] = set()  # killed or stopped by the test
+
+    def start(self, name: str, *, until_started: bool = True) -> str:
+        """Start replica `name`; return its member name once it has joined the ring (and,
+        with `until_started`, once its controllers run)."""
+        log = self.root / name / "op.log"
+        log.parent.mkdir()
+        proc = self.procs[name] = OperatorProcess(
+            self.project,
+            kubeconfig=self.kubeconfig,
+            log=log,
+            args=self.args,
+            env={"WATCH_NAMESPACE": self.namespace},
+        )
+        found = wait_for(lambda: MEMBER.search(proc.log()), timeout=120, message=f"{name} joins")
+        self.members[name] = found.group(1)
+        if until_started:
+            wait_for(lambda: "started " in proc.log(), timeout=120, message=f"{name} runs")
+        return self.members[name]
+
+    def __getitem__(self, name: str) -> OperatorProcess:
+        return self.procs[name]
+
+    def kill(self, name: str) -> None:
+        """kill -9 the replica: the pod, zygote and all."""
+        self.stopped.add(name)
+        os.killpg(self.procs[name].process.pid, signal.SIGKILL)
+        self.procs[name].process.wait()
+
+    def stop(self, name: str) -> int:
+        self.stopped.add(name)
+        return self.procs[name].stop(timeout=60)
+
+    def assert_running(self) -> None:
+        """Fail at once, with its log's end, when a replica the test did not stop exited
+        (one that cannot renew its Lease in time exits, by design)."""
+        for name, proc in self.procs.items():
+            if name not in self.stopped and not proc.running():
+                tail = "\n".join(proc.log().splitlines()[-15:])
+                raise AssertionError(f"replica {name} exited unasked:\n{tail}")
+
+    def logs(self) -> dict[str, str]:
+        return {name: proc.log() for name, proc in self.procs.items()}
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            proc.stop(timeout=60)
+
+
+@pytest.mark.timeout(1800 * SCALE)
 def test_replicas_share_move_survive_and_shrink(
     pieces: Any, finals: Any, kubeconfig: Path, tmp_path: Path, namespace: str
 ) -> None:
@@ -176,7 +238,7 @@ def test_replicas_share_move_survive_and_shrink(
         "--sharding-lease-duration",
         f"{LEASE:g}s",
         "--sharding-renew-deadline",
-        "12s",
+        f"{RENEW_DEADLINE:g}s",
         "--sharding-retry-period",
         "1s",
         "--graceful-shutdown-timeout",
@@ -188,28 +250,19 @@ def test_replicas_share_move_survive_and_shrink(
         "--zap-encoder",
         "json",
     ]
-    replicas: dict[str, OperatorProcess] = {}
-    members: dict[str, str] = {}  # replica name -> member name
+    replicas = Replicas(
+        project, kubeconfig=kubeconfig, args=args, root=tmp_path, namespace=namespace
+    )
+    members = replicas.members
+    start = replicas.start
     killed_at: dict[str, datetime] = {}
-
-    def start(name: str) -> str:
-        log = tmp_path / name / "op.log"
-        log.parent.mkdir()
-        replicas[name] = OperatorProcess(
-            project, kubeconfig=kubeconfig, log=log, args=args, env={"WATCH_NAMESPACE": namespace}
-        )
-        found = wait_for(
-            lambda: MEMBER.search(replicas[name].log()), timeout=120, message=f"{name} joins"
-        )
-        members[name] = found.group(1)
-        wait_for(lambda: "started " in replicas[name].log(), timeout=120, message=f"{name} runs")
-        return members[name]
 
     def settled(live: list[str]) -> dict[str, str]:
         """Wait until every Piece is labelled with its rendezvous owner among `live`."""
         gvk = GVK(GROUP, "v1alpha1", KIND)
 
         def done() -> dict[str, str] | None:
+            replicas.assert_running()
             owners = _owners(pieces, namespace)
             expected = {
                 name: owner_of(key_of(gvk, NamespacedName(namespace, name)), live)
@@ -217,7 +270,7 @@ def test_replicas_share_move_survive_and_shrink(
             }
             return owners if owners == expected and len(owners) == COUNT else None
 
-        return wait_for(done, timeout=600, interval=1, message=f"keys on {live}")
+        return wait_for(done, timeout=600 * SCALE, interval=1, message=f"keys on {live}")
 
     try:
         a, b = start("a"), start("b")
@@ -233,8 +286,8 @@ def test_replicas_share_move_survive_and_shrink(
                 namespace=namespace,
             )
         wait_for(
-            lambda: _successful(pieces, namespace) == COUNT,
-            timeout=900,
+            lambda: replicas.assert_running() or _successful(pieces, namespace) == COUNT,
+            timeout=900 * SCALE,
             interval=2,
             message=f"all {COUNT} Successful",
         )
@@ -256,10 +309,9 @@ def test_replicas_share_move_survive_and_shrink(
 
         # kill -9 one replica: its keys go to the others once its Lease has expired.
         victim_keys = [name for name, owner in owners.items() if owner == a]
-        os.killpg(replicas["a"].process.pid, signal.SIGKILL)  # the pod, zygote and all
-        killed = time.monotonic()
         killed_at["a"] = datetime.now(UTC)
-        replicas["a"].process.wait()
+        killed = time.monotonic()
+        replicas.kill("a")
         owners = settled([b, c])
         print(
             f"{a}'s {len(victim_keys)} keys taken over {time.monotonic() - killed:.1f} s "
@@ -278,7 +330,7 @@ def test_replicas_share_move_survive_and_shrink(
 
         wait_for(
             victims_served,
-            timeout=300,
+            timeout=300 * SCALE,
             interval=1,
             message="the victim's keys reconciled by their new owners",
         )
@@ -324,15 +376,14 @@ def test_replicas_share_move_survive_and_shrink(
         # Scale back to one replica: every key ends up on it.
         owners = settled([b, c, d])
         for name in ("c", "d"):
-            assert replicas[name].stop(timeout=60) == 0
+            assert replicas.stop(name) == 0
         owners = settled([b])
         assert set(owners.values()) == {b}
     finally:
-        for proc in replicas.values():
-            proc.stop(timeout=60)
+        replicas.stop_all()
 
     # No CR ever had two runs in flight on different replicas.
-    _assert_no_overlaps({name: proc.log() for name, proc in replicas.items()}, killed_at)
+    _assert_no_overlaps(replicas.logs(), killed_at)
 
 
 SLOW = """
@@ -363,32 +414,23 @@ def test_sigterm_hands_every_key_off_before_the_replica_exits(
         f"--sharding-ring={RING}",
         f"--sharding-namespace={namespace}",
         f"--sharding-lease-duration={HANDOFF_LEASE:g}s",
-        "--sharding-renew-deadline=20s",
+        f"--sharding-renew-deadline={RENEW_DEADLINE:g}s",
         "--sharding-retry-period=1s",
         "--max-concurrent-reconciles=2",
         "--ansible-backend=fast",
         "--zap-encoder=json",
     ]
     leases = client.CoordinationV1Api(api_client)
-    replicas: dict[str, OperatorProcess] = {}
-    members: dict[str, str] = {}
-
-    def start(name: str) -> None:
-        log = tmp_path / name / "op.log"
-        log.parent.mkdir()
-        replicas[name] = OperatorProcess(
-            project, kubeconfig=kubeconfig, log=log, args=args, env={"WATCH_NAMESPACE": namespace}
-        )
-        found = wait_for(
-            lambda: MEMBER.search(replicas[name].log()), timeout=120, message=f"{name} joins"
-        )
-        members[name] = found.group(1)
+    replicas = Replicas(
+        project, kubeconfig=kubeconfig, args=args, root=tmp_path, namespace=namespace
+    )
+    members = replicas.members
 
     try:
         for name in ("a", "b", "c"):
-            start(name)
+            replicas.start(name, until_started=False)
         wait_for(
-            lambda: all("started " in proc.log() for proc in replicas.values()),
+            lambda: all("started " in log for log in replicas.logs().values()),
             timeout=120,
             message="the replicas' controllers started",
         )
@@ -396,7 +438,7 @@ def test_sigterm_hands_every_key_off_before_the_replica_exits(
         wait_for(
             lambda: all(
                 f"ring {RING}: members {', '.join(live)} (" in proc.log()
-                for proc in replicas.values()
+                for proc in replicas.procs.values()
             ),
             timeout=60,
             message="every replica sees all three",
@@ -513,6 +555,5 @@ def test_sigterm_hands_every_key_off_before_the_replica_exits(
         late = [key for key in idle if handed_at[key] >= last_end]
         assert idle and not late, f"idle keys handed off only after the runs ended: {late}"
     finally:
-        for proc in replicas.values():
-            proc.stop(timeout=60)
-    _assert_no_overlaps({name: proc.log() for name, proc in replicas.items()}, {})
+        replicas.stop_all()
+    _assert_no_overlaps(replicas.logs(), {})

@@ -16,13 +16,12 @@ from runner.watches import (
     KNOWN_KEYS,
     Finalizer,
     Watch,
-    env_suffix,
     expand_env,
     load,
     parse,
-    role_candidates,
     spec_template_warning,
 )
+from runner.watchfields import env_suffix, role_candidates
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 HEADER = "watches.yaml: entry 1 (cache.example.com/v1alpha1, Kind=Memcached): "

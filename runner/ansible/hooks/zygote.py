@@ -36,6 +36,7 @@ from runner.ansible import hooks
 from runner.ansible.hooks import direct, inline, kubemodules, modexec, payloads
 
 __all__ = [
+    "COLD_MODULE_UTILS",
     "PROFILE_ENV",
     "WARM_ACTIONS",
     "WARM_COLLECTIONS",
@@ -110,6 +111,11 @@ WARM_IMPORTS = (
 
 WARM_COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
 """Collections whose `module_utils` are imported before any run."""
+
+COLD_MODULE_UTILS = frozenset({"ansible_collections.kubernetes.core.plugins.module_utils.copy"})
+"""`module_utils` of those collections left out of the warm-up: `copy` serves only
+`k8s_cp` and imports the generated `CoreV1Api` with some 250 model classes (about 21 MiB
+in the zygote and 1.7 s of its start-up); a run that copies imports it in its own fork."""
 
 _settings_by_variable: dict[str, list[str]] = {}
 """Environment variable -> the ansible settings it feeds (see `remember_settings`)."""
@@ -253,6 +259,8 @@ def _import_module_utils(collection: str) -> list[str]:
             relative = path.relative_to(root).with_suffix("")
             parts = [part for part in relative.parts if part != "__init__"]
             name = ".".join([package, *parts])
+            if name in COLD_MODULE_UTILS:
+                continue
             try:
                 importlib.import_module(name)
             except Exception as exc:

@@ -58,3 +58,13 @@ def test_a_ca_without_its_key_is_not_used(tmp_path: Path) -> None:
     pki = ensure_pki(tmp_path / "state" / "pki")
     pki.ca_key.unlink()
     assert local_pki_trusted_with(pki.ca_cert.read_bytes(), [tmp_path / "state"]) is None
+
+
+def test_the_ca_is_found_in_a_bundle_of_several(tmp_path: Path) -> None:
+    pki = ensure_pki(tmp_path / "state" / "pki")
+    foreign = write_dev_certificates(tmp_path / "foreign")
+    local = pki.ca_cert.read_bytes()
+    for bundle in (foreign + local, local + b"\n" + foreign, local.replace(b"\n", b"\r\n")):
+        assert local_pki_trusted_with(bundle, [tmp_path / "state"]) == pki
+    truncated = local[: len(local) // 2]
+    assert local_pki_trusted_with(truncated, [tmp_path / "state"]) is None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.cluster.certs import PKI
 from runner.cluster.controlplane import FAKE_NODE, FAKE_NODE_OBJECT, ControlPlane
 from runner.cluster.egress import ClusterNetworks
+from runner.cluster.layout import PKI
 
 PORTS = {
     "etcd": 2379,

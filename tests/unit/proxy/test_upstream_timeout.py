@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.proxy.server import REQUEST_TIMEOUT_SECONDS, WATCH_GRACE_SECONDS, upstream_timeout
+from runner.proxy.forward import REQUEST_TIMEOUT_SECONDS, WATCH_GRACE_SECONDS, upstream_timeout
 
 
 @pytest.mark.parametrize("verb", ["get", "list", "create", "update", "patch", "delete"])
