@@ -102,6 +102,12 @@ BACKEND_ENV = "ANSIBLE_OPERATOR_TEST_BACKEND"
 """`fast` or `runner`: the `--ansible-backend` of every operator the tests start."""
 
 
+NO_FACTS = {"ANSIBLE_GATHERING": "explicit"}
+"""The environment of an operator whose roles use no facts, as an operator image has it
+(the scaffolded config/manager sets it): a role's play gathers none. Gathering them is
+most of the CPU of a run of a few tasks, so tests that run many such runs set it."""
+
+
 PYTHON_ENV = "ANSIBLE_OPERATOR_TEST_PYTHON"
 """The interpreter (of a virtualenv with the project installed) that runs every operator
 the tests start, and so the ansible-core line they run on; default: the tests' own."""
