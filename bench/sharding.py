@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,9 +77,11 @@ def _tree(pid: int) -> list[int]:
 
 
 class Replica:
-    def __init__(self, name: str, project: Path, kubeconfig: Path, namespace: str) -> None:
+    def __init__(
+        self, name: str, project: Path, kubeconfig: Path, namespace: str, work: Path
+    ) -> None:
         self.name = name
-        self.dir = Path(tempfile.mkdtemp(prefix=f"shardbench-{name}-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work))
         self.log_path = self.dir / "op.log"
         env = {
             **os.environ,
@@ -138,8 +141,8 @@ class Replica:
         self._log.close()
 
 
-def project_dir() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="shardbench-project-"))
+def project_dir(work: Path) -> Path:
+    root = Path(tempfile.mkdtemp(prefix="project-", dir=work))
     (root / "watches.yaml").write_text(
         f"- version: v1alpha1\n  group: {GROUP}\n  kind: {KIND}\n  role: noop\n"
     )
@@ -180,9 +183,26 @@ def install_crd(ext: client.ApiextensionsV1Api) -> None:
             ],
         },
     }
-    with contextlib.suppress(ApiException):
-        ext.create_custom_resource_definition(body)
-    time.sleep(3)
+    name = body["metadata"]["name"]
+    deadline = time.monotonic() + 120
+    while True:  # the previous run's CRD may still be going away with its CRs
+        try:
+            ext.create_custom_resource_definition(body)
+            break
+        except ApiException as error:
+            if error.status != 409 or time.monotonic() > deadline:
+                raise
+            existing = ext.read_custom_resource_definition(name)
+            if existing.metadata.deletion_timestamp is None:
+                break  # left by a killed run: usable as it is
+            time.sleep(1)
+    while not any(
+        c.type == "Established" and c.status == "True"
+        for c in ext.read_custom_resource_definition(name).status.conditions or []
+    ):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"CRD {name} not Established after 120 s")
+        time.sleep(0.5)
 
 
 def list_all(crs: client.CustomObjectsApi, namespace: str) -> list[dict[str, Any]]:
@@ -218,12 +238,12 @@ def create_crs(crs: client.CustomObjectsApi, namespace: str, count: int) -> None
 
 
 def run(
-    replicas: int, *, count: int, kubeconfig: Path, timeout: float, kill: bool = True
+    replicas: int, *, count: int, kubeconfig: Path, timeout: float, work: Path, kill: bool = True
 ) -> dict[str, Any]:
     core, crs = client.CoreV1Api(), client.CustomObjectsApi()
     namespace = f"shardbench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
-    project = project_dir()
+    project = project_dir(work)
     started: list[Replica] = []
     stop = threading.Event()
     figures: dict[str, Any] = {"replicas": replicas, "count": count}
@@ -232,7 +252,7 @@ def run(
         create_crs(crs, namespace, count)
         log(f"{count} CRs created in {time.monotonic() - began:.0f} s")
         start = time.monotonic()
-        started = [Replica(f"r{i}", project, kubeconfig, namespace) for i in range(replicas)]
+        started = [Replica(f"r{i}", project, kubeconfig, namespace, work) for i in range(replicas)]
 
         def sampler() -> None:
             while not stop.wait(0.5):
@@ -332,6 +352,7 @@ def main() -> int:
     config.load_kube_config(config_file=str(args.kubeconfig))
     install_crd(client.ApiextensionsV1Api())
     results = []
+    work = Path(tempfile.mkdtemp(prefix="shardbench-"))
     try:
         for replicas in (int(n) for n in args.replicas.split(",")):
             results.append(
@@ -340,11 +361,13 @@ def main() -> int:
                     count=args.count,
                     kubeconfig=args.kubeconfig,
                     timeout=args.timeout,
+                    work=work,
                     kill=not args.no_kill,
                 )
             )
             print(json.dumps(results[-1], indent=2), flush=True)
     finally:
+        shutil.rmtree(work, ignore_errors=True)
         with contextlib.suppress(ApiException):
             client.ApiextensionsV1Api().delete_custom_resource_definition(f"{PLURAL}.{GROUP}")
     if args.out is not None:

@@ -89,7 +89,7 @@ def _cmd_version(_args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from runner.run import run
-    from runner.runflags import settings_from
+    from runner.runsettings import settings_from
 
     return run(settings_from(args, os.environ))
 

@@ -1,9 +1,10 @@
 """What `ansible-operator run` is configured with: one frozen, typed object.
 
-The CLI layer (`runner.runflags`) builds `Settings` from the flags and the environment
-once, checking every value before the first log line, and `runner.run` only reads it:
-nothing below the CLI sees an `argparse.Namespace` or looks up a setting by name. The
-checks that need no parser (durations, the elector's timing rules) are here, pure.
+The CLI layer (`runner.runsettings`) builds `Settings` from the flags (`runner.runflags`)
+and the environment once, checking every value before the first log line, and
+`runner.run` only reads it: nothing below the CLI sees an `argparse.Namespace` or looks
+up a setting by name. The checks that need no parser (durations, the elector's timing
+rules) are here, pure.
 """
 
 from __future__ import annotations

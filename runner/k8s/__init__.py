@@ -6,7 +6,8 @@ above it imports kubernetes_asyncio or aiohttp's client errors.
 
 # First: kubernetes_asyncio is imported below, and `slim` makes that import light.
 import runner.k8s.slim  # noqa: F401  (imported for its effect)
-from runner.k8s.client import APIResource, KubeClient
+from runner.k8s.client import KubeClient
+from runner.k8s.discovery import APIResource
 from runner.k8s.errors import (
     APIError,
     Conflict,

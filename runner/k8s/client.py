@@ -5,8 +5,8 @@ only its `ApiClient.call_api` with `_preload_content=False` and decode the JSON 
 no generated model object is built per object or per watch event. Every failure leaves
 this module as an `runner.k8s.errors.APIError`.
 
-Paths come from discovery (`resource()`), cached per group/version and refreshed on a miss,
-so kinds whose CRD is created after start-up are found.
+Paths come from discovery (`resource()`, read by `discovery.py`), cached per group/version
+and refreshed on a miss, so kinds whose CRD is created after start-up are found.
 """
 
 from __future__ import annotations
@@ -19,15 +19,14 @@ import logging
 import os
 import ssl
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote
 
 import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from runner.errors import ConfigError
+from runner.k8s.discovery import APIResource, resources_of
 from runner.k8s.errors import APIError, NotFound, Unavailable, from_response, from_status
 from runner.k8s.kubeconfig import locate
 from runner.structs import GVK, bodies
@@ -49,42 +48,6 @@ _REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=60, connect=15)
 _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 
 Query = list[tuple[str, str]]
-
-
-@dataclass(frozen=True)
-class APIResource:
-    """One kind as discovery describes it."""
-
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool
-    verbs: frozenset[str]
-    subresources: frozenset[str]
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self,
-        *,
-        namespace: str | None = None,
-        name: str | None = None,
-        subresource: str | None = None,
-    ) -> str:
-        """The URL path of the collection (no `name`) or of one object; `namespace` is
-        ignored for cluster-scoped kinds, and None means "all namespaces"."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name is not None:
-            base += f"/{quote(name, safe='')}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
 
 
 class KubeClient:
@@ -293,28 +256,7 @@ class KubeClient:
             listing = await self._json("GET", path)
         except NotFound:
             return {}
-        subresources: dict[str, set[str]] = {}
-        found: dict[str, APIResource] = {}
-        entries = listing.get("resources") or []
-        for entry in entries:
-            name = str(entry.get("name", ""))
-            if "/" in name:
-                plural, _, sub = name.partition("/")
-                subresources.setdefault(plural, set()).add(sub)
-        for entry in entries:
-            name = str(entry.get("name", ""))
-            if "/" in name or not entry.get("kind"):
-                continue
-            found[str(entry["kind"])] = APIResource(
-                group=group,
-                version=version,
-                kind=str(entry["kind"]),
-                plural=name,
-                namespaced=bool(entry.get("namespaced")),
-                verbs=frozenset(str(v) for v in entry.get("verbs") or ()),
-                subresources=frozenset(subresources.get(name, ())),
-            )
-        return found
+        return resources_of(listing, group=group, version=version)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -545,4 +487,4 @@ def _unavailable(err: BaseException) -> Unavailable:
     return Unavailable(0, "ConnectionError", str(err) or type(err).__name__, {})
 
 
-__all__ = ["APIResource", "KubeClient", "PatchType"]
+__all__ = ["KubeClient", "PatchType"]

@@ -40,7 +40,8 @@ from typing import Any
 from aiohttp import web
 
 from runner.errors import ProxyError
-from runner.k8s.client import APIResource, KubeClient
+from runner.k8s.client import KubeClient
+from runner.k8s.discovery import APIResource
 from runner.k8s.errors import APIError
 from runner.proxy import access, upgrade
 from runner.proxy.cache import InformerCache

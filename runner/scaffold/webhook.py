@@ -32,7 +32,15 @@ DEFAULT_KUSTOMIZATION = "config/default/kustomization.yaml"
 CRD_KUSTOMIZATION = "config/crd/kustomization.yaml"
 MANIFESTS = "config/webhook/manifests.yaml"
 DOCKERFILE = "Dockerfile"
-WEBHOOK_FILES = (WEBHOOKS_FILE, DEFAULT_KUSTOMIZATION, CRD_KUSTOMIZATION, MANIFESTS, DOCKERFILE)
+CRD_KUSTOMIZECONFIG = "config/crd/kustomizeconfig.yaml"
+WEBHOOK_FILES = (
+    WEBHOOKS_FILE,
+    DEFAULT_KUSTOMIZATION,
+    CRD_KUSTOMIZATION,
+    CRD_KUSTOMIZECONFIG,
+    MANIFESTS,
+    DOCKERFILE,
+)
 """The files `webhook_plan` reads (besides PROJECT), those that exist."""
 SCENARIO_VERIFY_GLOB = "molecule/*-webhooks/verify.yml"
 """And these: the Molecule scenarios earlier `create webhook` runs wrote."""
@@ -148,7 +156,8 @@ def webhook_plan(
             crd, "configurations", "kustomizeconfig.yaml", source=CRD_KUSTOMIZATION
         )
         update[CRD_KUSTOMIZATION] = crd
-        create["config/crd/kustomizeconfig.yaml"] = webhook_files.CRD_KUSTOMIZECONFIG
+        if CRD_KUSTOMIZECONFIG not in files:  # an earlier kind's conversion wrote it
+            create[CRD_KUSTOMIZECONFIG] = webhook_files.CRD_KUSTOMIZECONFIG
     return Plan(create=create, update=update)
 
 

@@ -38,7 +38,7 @@ from runner.errors import ConfigError
 from runner.fields import FieldError, FieldPath, describe, normalize_keys
 from runner.structs import GVK
 from runner.watches import DEFAULT_COLLECTIONS_PATH
-from runner.watchfields import role_candidates
+from runner.watchfields import role_candidates, search_path
 from runner.yamlerror import describe_yaml_error
 
 __all__ = [
@@ -148,21 +148,6 @@ class _Context:
     roles_path: tuple[Path, ...]
     collections_path: tuple[Path, ...]
     check_paths: bool = True
-
-
-def _search_path(
-    environ: Mapping[str, str], variable: str, default: Sequence[str], base: Path
-) -> tuple[Path, ...]:
-    entries = [e for e in environ.get(variable, "").split(":") if e] or list(default)
-    home = environ.get("HOME", "")
-    paths = []
-    for entry in entries:
-        if entry == "~" or entry.startswith("~/"):
-            if not home:
-                continue
-            entry = home + entry[1:]
-        paths.append(Path(os.path.normpath(base / entry)))
-    return tuple(paths)
 
 
 def _string(value: object, path: FieldPath) -> str:
@@ -367,9 +352,13 @@ def parse(
     ctx = _Context(
         check_paths=check_paths,
         base_dir=base_dir,
-        roles_path=_search_path(environ, "ANSIBLE_ROLES_PATH", (), base_dir),
-        collections_path=_search_path(
-            environ, "ANSIBLE_COLLECTIONS_PATH", DEFAULT_COLLECTIONS_PATH, base_dir
+        roles_path=search_path(None, "ANSIBLE_ROLES_PATH", (), environ=environ, base_dir=base_dir),
+        collections_path=search_path(
+            None,
+            "ANSIBLE_COLLECTIONS_PATH",
+            DEFAULT_COLLECTIONS_PATH,
+            environ=environ,
+            base_dir=base_dir,
         ),
     )
     expanded = expand_env(text, environ)

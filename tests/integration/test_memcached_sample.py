@@ -40,6 +40,7 @@ def operator(
         yield proc
 
 
+@pytest.mark.timeout(900)  # four waits, each a run or two of the runner backend under load
 @pytest.mark.parametrize(
     "operator", [None, "runner"], indirect=True, ids=["default-backend", "runner-backend"]
 )
@@ -59,7 +60,7 @@ def test_create_scale_delete(
             ).get("availableReplicas")
             == 3
         ),
-        timeout=90,
+        timeout=300,  # the runner backend on a loaded machine: a minute or more per run
         message="Deployment memcached-sample has 3 available replicas",
     )
 
@@ -78,7 +79,7 @@ def test_create_scale_delete(
             return cr
         return None
 
-    cr = wait_for(settled, timeout=90, message="memcached-sample Successful, no run going on")
+    cr = wait_for(settled, timeout=300, message="memcached-sample Successful, no run going on")
     assert get_or_none(services, "memcached-sample", namespace) is not None
     running = next(c for c in cr["status"]["conditions"] if c["type"] == "Running")
     assert running["ansibleResult"]["failures"] == 0
@@ -109,7 +110,7 @@ def test_create_scale_delete(
     )
     wait_for(
         lambda: get_or_none(deployments, "memcached-sample", namespace).spec.replicas == 1,
-        timeout=60,
+        timeout=180,
         message="Deployment follows size 1",
     )
 
@@ -117,7 +118,7 @@ def test_create_scale_delete(
     memcached_crd.delete(name="memcached-sample", namespace=namespace)
     wait_for(
         lambda: get_or_none(memcached_crd, "memcached-sample", namespace) is None,
-        timeout=60,
+        timeout=180,
         message="CR deleted",
     )
     assert get_or_none(configmaps, "memcached-sample-marker", namespace) is None, (

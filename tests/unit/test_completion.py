@@ -110,9 +110,13 @@ zmodload zsh/zpty
 zpty z 'env PS1="> " HOME="$1" TERM=dumb zsh -f -i'
 zpty -w z "autoload -U compinit && compinit -u -D; source $2"
 zpty -w -n z $'ansible-operator cluster \\t'
-sleep 2
+# Read until the listing's last entries arrived (a loaded machine takes seconds), or 30 s.
 out=""
-while zpty -r -t z chunk; do out+=$chunk; done
+for i in {1..300}; do
+  while zpty -r -t z chunk; do out+=$chunk; done
+  [[ $out == *kubeconfig* && $out == *--state-dir* ]] && break
+  sleep 0.1
+done
 print -r -- "$out"
 zpty -d z
 """

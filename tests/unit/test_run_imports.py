@@ -28,7 +28,7 @@ NOT_ON_THE_RUN_PATH = (
 START = """
     import json, os, sys
     from runner.cli import build_parser
-    from runner.runflags import settings_from
+    from runner.runsettings import settings_from
     import runner.run
     from runner.cluster.trust import local_cluster_signer
     from runner.observability.serving import tls_context

@@ -10,7 +10,7 @@ import pytest
 from runner.cli import build_parser
 from runner.engine.leader import LeaderSettings
 from runner.errors import ConfigError
-from runner.runflags import settings_from
+from runner.runsettings import settings_from
 from runner.settings import Settings
 
 

@@ -449,7 +449,7 @@ def test_run_logs_each_warning_once(
     monkeypatch.setattr(run_mod, "locate_kubeconfig", lambda *_args: None)
     monkeypatch.setattr(run_mod, "prepare_environment", lambda *_args: None)
     from runner.cli import build_parser
-    from runner.runflags import settings_from
+    from runner.runsettings import settings_from
 
     args: argparse.Namespace = build_parser().parse_args(["run"])
     with caplog.at_level(logging.WARNING, logger="ansible-operator"):

@@ -272,3 +272,21 @@ def test_create_webhook_does_not_rewrite_an_entry_it_cannot_extend(demo: Path) -
             conversion=False,
             root=demo,
         )
+
+
+def test_conversion_webhooks_for_a_second_kind_share_the_crd_kustomizeconfig(
+    demo: Path, cli: Callable[[Sequence[str]], int]
+) -> None:
+    assert cli(_create("--conversion")) == 0
+    config = demo / "config/crd/kustomizeconfig.yaml"
+    config.write_text(config.read_text() + "# edited by hand\n")
+    assert (
+        cli(["create", "api", "--group", "cache", "--version", "v1alpha1", "--kind", "Pool"]) == 0
+    )
+    kind = ["--group", "cache", "--version", "v1alpha1", "--kind", "Pool"]
+    assert cli(["create", "webhook", *kind, "--conversion"]) == 0
+    assert config.read_text().endswith("# edited by hand\n")  # kept, not rewritten
+    crd = yaml.safe_load((demo / "config/crd/kustomization.yaml").read_text())
+    assert crd["configurations"] == ["kustomizeconfig.yaml"]
+    patches = [p["path"] for p in crd["patches"]]
+    assert {"patches/webhook_in_memcacheds.yaml", "patches/webhook_in_pools.yaml"} <= set(patches)
