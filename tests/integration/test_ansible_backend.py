@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -159,32 +159,11 @@ def backend_type(request: pytest.FixtureRequest) -> type[Backend]:
     return FastBackend if request.param == "fast" else RunnerBackend
 
 
-@pytest.fixture(scope="module")
-def shared_backend(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Callable[[type[Backend]], Backend]]:
-    """The module's backend of a type, for tests that give it no options: made at first
-    use, closed at the end, so that the fast backend's zygote warms up once for all of
-    them. Each test's runs are for CRs of names of its own (data directories apart), and
-    a backend serves runs one after another, as an operator's does."""
-    base = tmp_path_factory.mktemp("shared-backends")
-    made: dict[type[Backend], Backend] = {}
-
-    def get(backend_type: type[Backend]) -> Backend:
-        if backend_type not in made:
-            made[backend_type] = backend_type(base / backend_type.__name__, env=FAST)
-        return made[backend_type]
-
-    yield get
-    for made_backend in made.values():
-        asyncio.run(made_backend.close())
-
-
 @pytest.fixture
-def backend(
-    backend_type: type[Backend], shared_backend: Callable[[type[Backend]], Backend]
-) -> Backend:
-    return shared_backend(backend_type)
+async def backend(tmp_path: Path, backend_type: type[Backend]) -> AsyncIterator[Backend]:
+    runner_backend = backend_type(tmp_path / "runner", env=FAST)
+    yield runner_backend
+    await runner_backend.close()
 
 
 def request(name: str, *, out_dir: Path, **fields: Any) -> RunRequest:
@@ -207,7 +186,7 @@ async def test_role_success_sees_extravars(tmp_path: Path, out_dir: Path, backen
     assert not result.failed
     assert result.completion is not None
     assert (out_dir / "sample.txt").read_text() == "ns/sample 3"
-    data_dir = backend.base_dir / "cache.example.com/v1alpha1/Memcached/ns/sample"
+    data_dir = tmp_path / "runner/cache.example.com/v1alpha1/Memcached/ns/sample"
     assert backend.data_dir(req) == data_dir
     assert json.loads((data_dir / "env/extravars").read_text())["size"] == 3
     assert (data_dir / "inventory/hosts").read_text().startswith("localhost ansible_connection")
