@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime as dt
+import importlib.util
 import json
 import os
 import platform
@@ -78,6 +79,14 @@ def main() -> int:
 
     backends = our_backends()
     wanted = [k.strip() for k in args.operators.split(",") if k.strip()]
+    if "go" in wanted and importlib.util.find_spec("ansible_runner_http") is None:
+        # Without it every Go reconcile fails late, with "did not receive
+        # playbook_on_stats event" (the Go operator gets Ansible's events through it).
+        parser.error(
+            "the Go operator needs the ansible-runner-http plugin in this venv: "
+            "`make bench-compare-deps` (or pip install -e '.[bench]'), "
+            "or leave it out with --operators runner,fast"
+        )
     specs: list[OperatorSpec] = []
     for key in wanted:
         if key == "go":
