@@ -47,6 +47,7 @@ from runner.ansible.inputs import (
     render_inputs,
     runner_config,
 )
+from runner.ansible.proctree import children, kill_tree
 from runner.ansible.runlog import RunLog
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK
@@ -384,12 +385,32 @@ def run_with_ansible_runner(
     ansible-playbook under pexpect. The runner backend's only step, and the fast
     backend's fallback."""
     config.pexpect_timeout = _CANCEL_POLL_SECONDS
-    ansible = Runner(config, event_handler=handle, cancel_callback=cancel.is_set)
+    ansible = _TreeKillingRunner(config, event_handler=handle, cancel_callback=cancel.is_set)
     status, rc = ansible.run()
     return status, rc
 
 
 # -- internals ------------------------------------------------------------------------
+
+
+class _TreeKillingRunner(Runner):  # type: ignore[misc]
+    """ansible-runner's `Runner` whose cancel and timeouts also kill the task workers
+    and their modules, which have left the run's process group (`proctree`).
+
+    `Runner` kills the group through the class (`Runner.handle_termination`), right
+    after `kill_container()`, so the tree is killed there: the run's process is this
+    process's child whose command line names the run's private data directory."""
+
+    def kill_container(self) -> None:
+        super().kill_container()
+        data_dir = os.fsencode(str(self.config.private_data_dir))
+        for pid in children(os.getpid()):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if data_dir in command:
+                kill_tree(pid)
 
 
 def _write_inventory(data_dir: Path, source: Path | None, files: Mapping[str, str]) -> None:

@@ -13,7 +13,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -545,19 +546,36 @@ async def test_failure_is_logged_with_its_message(
     assert any("task failed (ignored): fails but ignored" in m for m in warnings)
 
 
-async def test_cancelling_the_caller_kills_the_run(
+def _running(argument: str) -> list[int]:
+    """Live processes with `argument` on their command line (a zombie has none)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if argument.encode() in cmdline.read_bytes().split(b"\0"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+async def _until(probe: Callable[[], bool], *, timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        assert time.monotonic() < deadline, message
+        await asyncio.sleep(0.1)
+
+
+async def test_cancelling_the_caller_kills_the_run_and_its_modules(
     tmp_path: Path, out_dir: Path, backend: Backend
 ) -> None:
-    role = write_role(tmp_path, "slow", SLOW_TASKS)
+    # A duration of its own names this test's module process among all others.
+    duration = f"120.{uuid.uuid4().int % 10**9:09d}"
+    role = write_role(
+        tmp_path, "slow", f"- name: sleep\n  ansible.builtin.command: sleep {duration}\n"
+    )
     req = request("slow", out_dir=out_dir, role=role)
-    started = asyncio.Event()
-
-    def on_event(event: dict[str, Any]) -> None:
-        if event["event"] == "runner_on_start":
-            started.set()
-
-    task = asyncio.create_task(backend.run(req, on_event=on_event))
-    await asyncio.wait_for(started.wait(), timeout=60)
+    task = asyncio.create_task(backend.run(req))
+    await _until(lambda: bool(_running(duration)), timeout=60, message="the module runs")
     begin = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -565,6 +583,9 @@ async def test_cancelling_the_caller_kills_the_run(
     assert time.monotonic() - begin < 30
     latest = backend.data_dir(req) / "artifacts/latest"
     assert (latest / "status").read_text() == "canceled"
+    # ansible-core's task workers leave the run's process group: the module survived
+    # a kill of the group alone.
+    await _until(lambda: not _running(duration), timeout=10, message="the module outlived its run")
 
 
 async def test_close_stops_runs_in_progress_and_queued(

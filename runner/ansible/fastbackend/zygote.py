@@ -53,7 +53,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from runner.ansible import hooks
+from runner.ansible import hooks, proctree
 from runner.ansible.fastbackend import wire
 from runner.ansible.hooks import kubemodules, modexec
 from runner.ansible.hooks import zygote as warm
@@ -221,7 +221,7 @@ class _Zygote:
     def _cancel(self, run_id: str) -> None:
         for pid, child_id in self._children.items():
             if child_id == run_id:
-                _kill_group(pid)
+                proctree.kill_tree(pid)
 
     def _reap(self) -> None:
         while self._children:
@@ -237,22 +237,11 @@ class _Zygote:
 
     def _kill_all(self) -> None:
         for pid in list(self._children):
-            _kill_group(pid)
+            proctree.kill_tree(pid)
         deadline = time.monotonic() + _KILL_TIMEOUT
         while self._children and time.monotonic() < deadline:
             self._reap()
             time.sleep(0.01)
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the run's process group, as ansible-runner's `handle_termination` does."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def _die_with_parent(signum: int) -> None:
