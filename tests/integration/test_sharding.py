@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from support.kube import wait_for
-from support.operator import OperatorProcess, crd, install_crd, write_project
+from support.operator import NO_FACTS, OperatorProcess, crd, install_crd, write_project
 
 from runner.sharding.ring import handoff_of, key_of, lease_name, owner_of, shard_label
 from runner.structs import GVK, NamespacedName
@@ -172,7 +172,7 @@ class Replicas:
             kubeconfig=self.kubeconfig,
             log=log,
             args=self.args,
-            env={"WATCH_NAMESPACE": self.namespace},
+            env={"WATCH_NAMESPACE": self.namespace, **NO_FACTS},  # the roles use none
         )
         found = wait_for(lambda: MEMBER.search(proc.log()), timeout=120, message=f"{name} joins")
         self.members[name] = found.group(1)
