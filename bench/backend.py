@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -195,6 +196,7 @@ async def _main(args: argparse.Namespace) -> int:
     finally:
         if kubeconfig is not None:
             _drop_namespace(kubeconfig, namespace)
+        shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print("| role | backend | first run | wall p50 | wall min | wall max | CPU p50 |")
