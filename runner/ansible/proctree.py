@@ -45,8 +45,9 @@ def descendants(pid: int, *, proc: Path = _PROC) -> list[int]:
 
 
 def kill_tree(pid: int) -> None:
-    """SIGKILL `pid`'s process group and every process below `pid`, wherever their
-    sessions are."""
+    """SIGKILL the process group `pid` leads (a run starts a session of its own) and
+    every process below `pid`, wherever their sessions are. A `pid` that leads no group
+    has no group killed: never the caller's own."""
     stopped: set[int] = set()
     for _round in range(_WALKS):
         fresh = [p for p in (pid, *descendants(pid)) if p not in stopped]
@@ -57,7 +58,7 @@ def kill_tree(pid: int) -> None:
                 os.kill(target, signal.SIGSTOP)
         stopped.update(fresh)
     with contextlib.suppress(OSError):
-        os.killpg(os.getpgid(pid), signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     for target in stopped:
         with contextlib.suppress(OSError):
             os.kill(target, signal.SIGKILL)

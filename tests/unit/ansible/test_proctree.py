@@ -63,3 +63,13 @@ def test_kill_tree_reaches_a_grandchild_in_a_session_of_its_own() -> None:
     finally:
         run.kill()
         run.wait()
+
+
+def test_kill_tree_of_a_child_in_the_callers_group_leaves_the_caller_alone() -> None:
+    child = subprocess.Popen(["sleep", "300"])  # same process group as this test
+    try:
+        proctree.kill_tree(child.pid)
+        assert child.wait(timeout=10) == -9
+    finally:
+        child.kill()
+        child.wait()
