@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +44,17 @@ class Failing:
         return call
 
 
-async def _hold_until_lost(elector: LeaderElector) -> float:
-    """Acquire, hold, and return the seconds from `hold` start to `on_lost`."""
+async def _hold_until_lost(
+    elector: LeaderElector, *, then: Callable[[], None], after: float
+) -> float:
+    """Acquire, hold, call `then` `after` seconds into holding, and return the seconds
+    from `hold` start to `on_lost`.
+
+    `then` (the fault) is scheduled only once the Lease is held: a fault that began
+    while acquiring would keep `acquire` retrying for ever."""
     await elector.acquire()
     lost = asyncio.Event()
+    asyncio.get_running_loop().call_later(after, then)
     holder = asyncio.create_task(elector.hold(lost.set))
     started = time.monotonic()
     try:
@@ -71,9 +78,7 @@ async def test_a_hung_renewal_is_cut_off_at_the_renew_deadline(
     )
     try:
         elector = LeaderElector(client, settings)
-        loop = asyncio.get_running_loop()
-        loop.call_later(1.0, forwarder.stall)
-        seconds = await _hold_until_lost(elector)
+        seconds = await _hold_until_lost(elector, then=forwarder.stall, after=1.0)
     finally:
         forwarder.resume()
         await client.close()
@@ -93,8 +98,9 @@ async def test_any_error_while_renewing_loses_the_lease(client: KubeClient, name
         retry_period=0.2,
     )
     elector = LeaderElector(failing, settings)  # type: ignore[arg-type]
-    asyncio.get_running_loop().call_later(0.5, lambda: setattr(failing, "failing", True))
-    seconds = await _hold_until_lost(elector)
+    seconds = await _hold_until_lost(
+        elector, then=lambda: setattr(failing, "failing", True), after=0.5
+    )
     assert seconds < 0.5 + 2 + 1
     assert not elector.is_leader
 
