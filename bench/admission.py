@@ -8,7 +8,12 @@ server against the local cluster. Measured:
    time: p50 and p99 of the answer's latency (the role run included);
 2. 50 Memcached CRs created at once, without and then with 10 concurrent admission
    requests going on: create -> Successful p50/p95 and the time to converge, plus the
-   admission p50/p99 meanwhile.
+   admission p50/p99 meanwhile. Ten always in flight (a closed loop) take whatever CPU
+   they can get; with `--admission-rate R` a third burst has R admissions a second
+   instead (an open loop, as a cluster's clients send them).
+
+The webhook runs warm (`--webhook-runner warm`, the operator's default: its tasks in a
+warm process) or as a full ansible-playbook per request (`--webhook-runner full`).
 
 The CPU per request is the operator's process tree (the operator process itself, and
 the role runs: the zygote and its forks), split, with the kernel's share; "cores busy" is
@@ -17,6 +22,7 @@ something else; the load average says what the rest of the machine was doing.
 
 Usage: .venv/bin/python bench/admission.py [--requests 100] [--crs 50]
        [--only-admission] [--concurrency 1 10 50] [--webhook-workers N]
+       [--webhook-runner warm|full] [--admission-rate R]
 (`ANSIBLE_OPERATOR_TEST_KUBECONFIG` picks a running cluster, else the local one is used).
 """
 
@@ -245,13 +251,46 @@ def _reconcile_burst(memcached: Any, namespace: str, count: int, prefix: str) ->
     }
 
 
+async def _load_at_rate(port: int, *, rate: float, until: asyncio.Event) -> list[float]:
+    """Latencies of reviews sent `rate` a second (each on its own, not waiting for the
+    others) until `until`."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    latencies: list[float] = []
+
+    async def one(session: aiohttp.ClientSession, index: int) -> None:
+        started = time.monotonic()
+        async with session.post(
+            f"https://127.0.0.1:{port}{PATH}", json=_review(index, "bench")
+        ) as response:
+            body = await response.json()
+        assert "response" in body, body
+        latencies.append(time.monotonic() - started)
+
+    connector = aiohttp.TCPConnector(ssl=context, limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        sent: list[asyncio.Task[None]] = []
+        start = time.monotonic()
+        while not until.is_set():
+            sent.append(asyncio.create_task(one(session, len(sent))))
+            next_at = start + len(sent) / rate
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+        await asyncio.gather(*sent)
+    return latencies
+
+
 async def _burst_with_load(
-    memcached: Any, namespace: str, count: int, port: int
+    memcached: Any, namespace: str, count: int, port: int, *, rate: float | None = None
 ) -> tuple[dict[str, float], list[float]]:
     stop = asyncio.Event()
-    load = asyncio.create_task(_load(port, concurrency=10, requests=None, until=stop))
+    if rate is None:
+        load = asyncio.create_task(_load(port, concurrency=10, requests=None, until=stop))
+    else:
+        load = asyncio.create_task(_load_at_rate(port, rate=rate, until=stop))
     try:
-        burst = await asyncio.to_thread(_reconcile_burst, memcached, namespace, count, "loaded")
+        prefix = "loaded" if rate is None else "rate"
+        burst = await asyncio.to_thread(_reconcile_burst, memcached, namespace, count, prefix)
     finally:
         stop.set()
     return burst, await load
@@ -274,6 +313,16 @@ def main() -> int:
     )
     parser.add_argument(
         "--webhook-workers", default="", metavar="N", help="the operator's flag (its default)"
+    )
+    parser.add_argument(
+        "--webhook-runner", default="warm", choices=("warm", "full"), help="the operator's flag"
+    )
+    parser.add_argument(
+        "--admission-rate",
+        type=float,
+        default=None,
+        metavar="R",
+        help="also a burst of CRs with R admissions a second (an open loop)",
     )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -328,10 +377,16 @@ def main() -> int:
             "--ansible-verbosity",
             args.ansible_verbosity,
             *(["--webhook-workers", args.webhook_workers] if args.webhook_workers else []),
+            "--webhook-runner",
+            args.webhook_runner,
         ],
         env={"WATCH_NAMESPACE": namespace, "ANSIBLE_GATHERING": "explicit"},
     )
-    results: dict[str, Any] = {"backend": args.backend, "cpus": os.cpu_count()}
+    results: dict[str, Any] = {
+        "backend": args.backend,
+        "webhook_runner": args.webhook_runner,
+        "cpus": os.cpu_count(),
+    }
     try:
         port = wait_for(lambda: _port(operator), timeout=120, message="webhook server")
         vwc = dyn.resources.get(
@@ -343,6 +398,8 @@ def main() -> int:
             message="webhook registered",
         )
         asyncio.run(_load(port, concurrency=4, requests=20))  # warm-up, not counted
+        results["runs_warm"] = "runs warm" in operator.log()
+        print(f"the webhook runs warm: {results['runs_warm']}")
         for concurrency in args.concurrency:
             load_before = _load_average()
             cpu = _tree_cpu(operator.process.pid)
@@ -378,6 +435,21 @@ def main() -> int:
         results["admission_c10_during_reconciles"] = _percentiles(latencies)
         print(f"{args.crs} CRs reconciling with 10 concurrent admissions: {burst}")
         print(f"admission meanwhile: {results['admission_c10_during_reconciles']}")
+        if args.admission_rate:
+            cpu = _tree_cpu(operator.process.pid)
+            burst, latencies = asyncio.run(
+                _burst_with_load(memcached, namespace, args.crs, port, rate=args.admission_rate)
+            )
+            results["reconcile_with_admission_rate"] = {
+                **burst,
+                **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
+                "admissions": len(latencies),
+                "rate": args.admission_rate,
+                "load_average": _load_average(),
+            }
+            results["admission_rate_during_reconciles"] = _percentiles(latencies)
+            print(f"{args.crs} CRs reconciling with {args.admission_rate}/s admissions: {burst}")
+            print(f"admission meanwhile: {results['admission_rate_during_reconciles']}")
     except BaseException:
         tail = operator.log().splitlines()[-30:]
         print("the operator's last log lines:", *tail, sep="\n", file=sys.stderr)
@@ -398,7 +470,12 @@ def _report(results: dict[str, Any], crs: int) -> int:
     if "reconcile_alone" in results:
         alone, loaded = results["reconcile_alone"], results["reconcile_with_admissions"]
         results["reconcile_p50_slowdown"] = round(loaded["p50_s"] / alone["p50_s"] - 1, 3)
-        for row in (alone, loaded):
+        at_rate = results.get("reconcile_with_admission_rate")
+        if at_rate:
+            results["reconcile_p50_slowdown_at_rate"] = round(
+                at_rate["p50_s"] / alone["p50_s"] - 1, 3
+            )
+        for row in (alone, loaded, *([at_rate] if at_rate else [])):
             row["cores_busy"] = round(row["cpu_s"] / row["total_s"], 2)
         per_admission = results.get("admission_c10", {}).get("cpu_ms_per_request")
         if per_admission:
@@ -417,6 +494,8 @@ def _report(results: dict[str, Any], crs: int) -> int:
         if key.startswith("admission_c") and key[len("admission_c") :].isdigit()
     ]
     rows.append(("admission_c10_during_reconciles", f"10 at a time, {crs} CRs reconciling"))
+    rate = results.get("reconcile_with_admission_rate", {}).get("rate")
+    rows.append(("admission_rate_during_reconciles", f"{rate}/s, {crs} CRs reconciling"))
     for key, label in rows:
         row = results.get(key)
         if row:
@@ -439,9 +518,12 @@ def _report(results: dict[str, Any], crs: int) -> int:
         print("|---|---|---|---|---|---|---|")
         for key, label in (
             ("reconcile_alone", "alone"),
-            ("reconcile_with_admissions", "with admissions"),
+            ("reconcile_with_admissions", "with 10 admissions in flight"),
+            ("reconcile_with_admission_rate", f"with {rate} admissions/s"),
         ):
-            row = results[key]
+            row = results.get(key)
+            if row is None:
+                continue
             cpu = f"{row['cpu_s']} s"
             if "admissions_cpu_s" in row:
                 cpu += (

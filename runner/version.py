@@ -67,8 +67,8 @@ def version_lines(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _support(core: str) -> str:
-    left_out = hooks.plan(core).left_out
+    left_out = hooks.plan(core, hooks=hooks.BACKEND_HOOKS).left_out
     if not left_out:
         return "supported"
-    tested = ", ".join(hooks.tested_lines())
+    tested = ", ".join(hooks.tested_lines(hooks.BACKEND_HOOKS))
     return f"not tested: runs go the plain ansible-runner way; tested lines: {tested}"

@@ -33,12 +33,15 @@ from typing import Any, TypeVar
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from runner.ansible.backend import AnsibleBackend
+from runner.ansible.events import EventCollector, RunResult
 from runner.ansible.inputs import RunRequest
+from runner.ansible.warm.pool import WarmCrashed, WarmError, WarmRunners, WarmTimeout
 from runner.durations import format_duration
 from runner.errors import AnsibleRunError
 from runner.redact import MESSAGE_LIMIT, redact_message
 from runner.webhooks import contract
 from runner.webhooks.declarations import Webhook
+from runner.webhookserver.warmtargets import warm_key
 
 __all__ = ["RunOptions", "WebhookFailure", "WebhookMetrics", "WebhookRunner"]
 
@@ -107,8 +110,10 @@ class WebhookRunner:
         workers: int,
         options: RunOptions,
         metrics: WebhookMetrics,
+        warm: WarmRunners | None = None,
     ) -> None:
         self._backend = backend
+        self._warm = warm
         self._options = options
         self._metrics = metrics
         self._slots: asyncio.Queue[int] = asyncio.Queue()
@@ -117,10 +122,14 @@ class WebhookRunner:
         self._abandoned: set[asyncio.Task[Any]] = set()
 
     def warming(self) -> bool:
+        if self._warm is not None and self._warm.warming():
+            return True
         warming = getattr(self._backend, "warming", None)
         return bool(warming()) if callable(warming) else False
 
     async def close(self) -> None:
+        if self._warm is not None:
+            await self._warm.close()
         for task in list(self._abandoned):
             task.cancel()
         with contextlib.suppress(Exception):
@@ -237,9 +246,35 @@ class WebhookRunner:
     # -- the run ------------------------------------------------------------------------
 
     async def _run(self, webhook: Webhook, extravars: dict[str, Any]) -> contract.RoleOutput:
-        """Run the role within the webhook's timeout (waiting for a slot included)."""
+        """Run the role within the webhook's timeout (waiting for a slot included): in
+        its warm runner when it has one, else (or when the warm runner says the role
+        needs it) as a full run."""
         deadline = time.monotonic() + webhook.timeout
         limit = format_duration(webhook.timeout)
+        if self._warm is not None:
+            try:
+                events = await self._warm.run(warm_key(webhook), extravars, deadline=deadline)
+            except WarmTimeout:
+                raise WebhookFailure(
+                    "timeout",
+                    f"role {_target(webhook)} did not finish within {limit} and was stopped",
+                ) from None
+            except (WarmCrashed, WarmError) as err:
+                raise WebhookFailure(
+                    "error", f"role {_target(webhook)} could not run: {err}"
+                ) from None
+            if events is not None:
+                output = contract.RoleOutput()
+                collector = EventCollector()
+                for event in events:
+                    output.add(event)
+                    collector.add(event)
+                result = collector.result()
+                if not result.has_stats:
+                    raise WebhookFailure(
+                        "error", f"role {_target(webhook)} could not run: {result.error}"
+                    )
+                return _outcome(webhook, result, output)
         try:
             slot = await asyncio.wait_for(self._slots.get(), timeout=webhook.timeout)
         except TimeoutError:
@@ -275,16 +310,23 @@ class WebhookRunner:
         except AnsibleRunError as err:
             raise WebhookFailure("error", f"role {_target(webhook)} could not run: {err}") from None
         await asyncio.sleep(0)  # events are delivered on the loop, before the result
-        if result.failed:
-            raise _Denied(result.failure_message)
-        try:
-            # Checked here so that a broken output is a failure, not a crash.
-            output.warnings()
-            output.object()
-            output.patch()
-        except contract.ContractError as err:
-            raise WebhookFailure("contract", f"role {_target(webhook)}: {err}") from None
-        return output
+        return _outcome(webhook, result, output)
+
+
+def _outcome(
+    webhook: Webhook, result: RunResult, output: contract.RoleOutput
+) -> contract.RoleOutput:
+    """The role's output from a finished run (full or warm): a failed task denies."""
+    if result.failed:
+        raise _Denied(result.failure_message)
+    try:
+        # Checked here so that a broken output is a failure, not a crash.
+        output.warnings()
+        output.object()
+        output.patch()
+    except contract.ContractError as err:
+        raise WebhookFailure("contract", f"role {_target(webhook)}: {err}") from None
+    return output
 
 
 def _checked(webhook: Webhook, compute: Callable[[], _T]) -> _T:

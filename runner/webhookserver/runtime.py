@@ -17,15 +17,17 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from runner.ansible import hooks
 from runner.ansible.backend import LogEvents
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.runnerbackend import RunnerBackend
+from runner.ansible.warm.pool import WarmRunners
 from runner.cpulimit import available_cpus
 from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.webhooks import declarations
 from runner.webhooks.declarations import Webhook
-from runner.webhookserver import devsetup
+from runner.webhookserver import devsetup, warmtargets
 from runner.webhookserver.roles import RunOptions, WebhookMetrics, WebhookRunner
 from runner.webhookserver.server import CERT_FILE, CertificateReloader, WebhookServer
 
@@ -83,6 +85,7 @@ class WebhookSettings:
     workers: int
     register: str  # auto, true or false
     register_kubeconfig: str = ""
+    runner: str = "warm"  # warm or full
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +115,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=max(2, 2 * available_cpus()),
         metavar="N",
         help="webhook role runs at once, apart from the reconciles' workers",
+    )
+    group.add_argument(
+        "--webhook-runner",
+        default="warm",
+        choices=("warm", "full"),
+        help="warm: a webhook whose tasks allow it runs them in a warm process per "
+        "webhook (the others, and all with the runner backend, run ansible-playbook per "
+        "request); full: every request runs ansible-playbook",
     )
     group.add_argument(
         "--webhook-register",
@@ -145,6 +156,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Webho
         register=str(args.webhook_register),
         register_kubeconfig=args.webhook_register_kubeconfig
         or environ.get(REGISTER_KUBECONFIG_ENV, ""),
+        runner=str(getattr(args, "webhook_runner", "warm")),
     )
 
 
@@ -155,12 +167,51 @@ def load(settings: WebhookSettings, environ: Mapping[str, str]) -> tuple[Webhook
     return webhooks
 
 
-async def _warm(backend: RunnerBackend | FastBackend, *, limit: float = 120.0) -> None:
-    if not isinstance(backend, FastBackend):
-        return
+async def _warm(runner: WebhookRunner, *, limit: float = 120.0) -> None:
     deadline = asyncio.get_running_loop().time() + limit
-    while backend.warming() and asyncio.get_running_loop().time() < deadline:
+    while runner.warming() and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.1)
+
+
+def _warm_runners(
+    webhooks: Sequence[Webhook],
+    settings: WebhookSettings,
+    backend: RunnerBackend | FastBackend,
+    *,
+    run_dir: Path,
+    options: RunOptions,
+) -> WarmRunners | None:
+    """The webhooks' warm runners (docs/webhooks.md), or None when every request is a
+    full run (said once, with why)."""
+    why = None
+    if settings.runner != "warm":
+        why = "--webhook-runner full"
+    elif not isinstance(backend, FastBackend):
+        why = "the warm runner comes with the fast backend"
+    elif not hooks.enabled("warmrole", hooks.installed_core_version() or ""):
+        why = (
+            f"the warm runner was not tested with ansible-core "
+            f"{hooks.installed_core_version() or '(none)'}"
+        )
+    if why is not None or not isinstance(backend, FastBackend):
+        log.info("webhooks run each request as a full run: %s", why)
+        return None
+    env = backend.run_environment(options.envvars)
+    why = warmtargets.why_full(env, options.ansible_args)
+    if why is not None:
+        log.info("webhooks run each request as a full run: %s", why)
+        return None
+    warm = WarmRunners(max_processes=min(settings.workers, available_cpus()), logger=log)
+    for webhook in webhooks:
+        target = warmtargets.target(
+            webhook,
+            base=run_dir / "webhooks",
+            run_env=env,
+            environ=env,
+            verbosity=options.verbosity,
+        )
+        warm.add(warmtargets.warm_key(webhook), target)
+    return warm
 
 
 @contextlib.asynccontextmanager
@@ -214,8 +265,13 @@ async def running(
     async with contextlib.AsyncExitStack() as stack:
         own_backend = backend.make(run_dir / "webhooks", settings.workers, options.envvars)
         stack.push_async_callback(own_backend.close)
+        warm = _warm_runners(webhooks, settings, own_backend, run_dir=run_dir, options=options)
         runner = WebhookRunner(
-            own_backend, workers=settings.workers, options=options, metrics=WebhookMetrics(registry)
+            own_backend,
+            workers=settings.workers,
+            options=options,
+            metrics=WebhookMetrics(registry),
+            warm=warm,
         )
         stack.push_async_callback(runner.close)
         server = WebhookServer(
@@ -233,7 +289,7 @@ async def running(
         if register:
             # Registered once runs are fast: the first requests must not time out on
             # the warm-up (in a cluster, the pod's readiness covers it).
-            await _warm(own_backend)
+            await _warm(runner)
             registrar = client
             if settings.register_kubeconfig:
                 registrar = await KubeClient.connect(kubeconfig=settings.register_kubeconfig)

@@ -100,6 +100,21 @@ class FastBackend(RunsBackend):
         the API while warming up.
         """
         self._discovery = discovery
+        env = self.run_environment(envvars)
+        key = wire.zygote_key(env)
+        with self._zygotes_lock:
+            if key not in self._zygotes:
+                self._zygotes[key] = Zygote(
+                    self._python,
+                    wire.zygote_env(env),
+                    logger=self._logger,
+                    discovery=self._discovery,
+                )
+
+    def run_environment(self, envvars: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment ansible-playbook gets in this backend's runs whose per-run
+        variables are `envvars` (as ansible-runner prepares it), but for the variables
+        that name the run's own data directory."""
         with tempfile.TemporaryDirectory(prefix="ansible-operator-prestart-") as scratch:
             env = self.runs.run_variables()
             environ = {**os.environ, **env}
@@ -110,16 +125,7 @@ class FastBackend(RunsBackend):
                 envvars={**run_env(env, {}, environ), **dict(envvars or {})},
             )
             config.prepare_env()
-            env = dict(config.env)
-        key = wire.zygote_key(env)
-        with self._zygotes_lock:
-            if key not in self._zygotes:
-                self._zygotes[key] = Zygote(
-                    self._python,
-                    wire.zygote_env(env),
-                    logger=self._logger,
-                    discovery=self._discovery,
-                )
+            return dict(config.env)
 
     async def close(self) -> None:
         await self.runs.close()

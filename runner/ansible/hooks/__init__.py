@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 __all__ = [
+    "BACKEND_HOOKS",
     "HOOKS",
     "Hook",
     "Plan",
@@ -73,7 +74,8 @@ class Hook:
     tested: tuple[str, ...]
     """ansible-core lines (major.minor) it was checked against."""
     backends: tuple[str, ...]
-    """The backends that use it (`fast`, `runner`)."""
+    """The backends that use it (`fast`, `runner`; `webhooks`: the webhooks' warm
+    runner, which without it leaves webhooks to full runs)."""
     helpers: tuple[str, ...] = ()
     """Other files of this package it is made of (relative to it), beside `<name>.py`."""
 
@@ -234,6 +236,55 @@ HOOKS: tuple[Hook, ...] = (
         helpers=("builder.py", "callback_plugins/ansible_operator_payloads.py"),
     ),
     Hook(
+        name="warmrole",
+        does="webhook tasks run in a warm process per webhook",
+        spots=(
+            Spot("ansible.cli:CLI.run", "parses a full run's command line, inits the loader"),
+            Spot("ansible.cli:CLI._play_prereqs", "loader, inventory, variable manager"),
+            Spot(
+                "ansible.parsing.dataloader:DataLoader.set_vault_secrets",
+                "a reload's new loader gets the first one's _vault.secrets",
+            ),
+            Spot("ansible.inventory.manager:InventoryManager", "a reload's inventory"),
+            Spot("ansible.plugins.loader:add_all_plugin_dirs", "the playbook's plugin dirs"),
+            Spot("ansible.utils.collection_loader:AnsibleCollectionConfig", "playbook paths"),
+            Spot("ansible.playbook:Playbook.load"),
+            Spot("ansible.playbook.play:Play.compile", "the blocks, as PlayIterator gets them"),
+            Spot("ansible.playbook.block:Block.filter_tagged_tasks"),
+            Spot("ansible.playbook.task:Task.fattributes", "a task's keywords as written"),
+            Spot(
+                "ansible.playbook.base:FieldAttributeBase.post_validate_attribute",
+                "the task's name, templated as the strategy does",
+            ),
+            Spot("ansible._internal._templating._engine:TemplateEngine"),
+            Spot(
+                "ansible.vars.manager:VariableManager.get_vars",
+                "a variable manager per request, its _extra_vars set from the request",
+            ),
+            Spot("ansible.vars.manager:VariableManager.set_nonpersistent_facts"),
+            Spot("ansible.vars.hostvars:HostVars", "binds itself to the variable manager"),
+            Spot("ansible.playbook.play_context:PlayContext"),
+            Spot("ansible.executor.task_executor:TaskExecutor.run", "called as a worker does"),
+            Spot("ansible._internal._task:TaskContext", "around each task, as a worker"),
+            Spot("ansible.plugins.loader:get_plugin_loader_namespace"),
+            Spot(
+                "ansible.executor.task_result:_RawTaskResult.as_callback_task_result",
+                "the result as the job event's callback gets it",
+            ),
+            Spot(
+                "ansible.plugins.strategy:StrategyBase._process_pending_results",
+                "what is done with each result, reproduced for the allowed tasks",
+            ),
+            Spot("ansible.vars.clean:strip_internal_keys", "a registered result"),
+            Spot("ansible.vars.clean:module_response_deepcopy", "a registered result"),
+            Spot("ansible.constants:_ACTION_SET_FACT"),
+            Spot("ansible.constants:_ACTION_DEBUG"),
+        ),
+        tested=("2.19",),
+        backends=("webhooks",),
+        helpers=("warmtasks.py",),
+    ),
+    Hook(
         name="kubemodules",
         does="module code compiled once, discovery shared between CRs",
         spots=(
@@ -253,6 +304,11 @@ HOOKS: tuple[Hook, ...] = (
         backends=("fast",),
     ),
 )
+
+BACKEND_HOOKS: tuple[Hook, ...] = tuple(
+    hook for hook in HOOKS if {"fast", "runner"} & set(hook.backends)
+)
+"""The hooks the Ansible backends run with (the support check of `version`)."""
 
 _BY_NAME = {hook.name: hook for hook in HOOKS}
 _LINE = re.compile(r"(\d+)\.(\d+)")
