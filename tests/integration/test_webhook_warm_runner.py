@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -143,8 +144,8 @@ def _write_role(roles: Path, name: str, tasks: str, **files: str) -> Path:
     return role
 
 
-def _webhook(kind: str, role: Path, gvk: GVK = GVK_, **fields: Any) -> Webhook:
-    version = GVK(gvk.group, f"{kind[:3]}{role.name}", gvk.kind)  # one key per webhook
+def _webhook(kind: str, role: Path, gvk: GVK = GVK_, tag: str = "", **fields: Any) -> Webhook:
+    version = GVK(gvk.group, f"{kind[:3]}{role.name}{tag}", gvk.kind)  # one key per webhook
     return Webhook(type=kind, gvk=version, role=role, **fields)  # type: ignore[arg-type]
 
 
@@ -267,6 +268,7 @@ async def test_warm_and_full_runs_give_the_same_answers(
         _webhook("validating", _write_role(roles, "bench", _bench_role())),
         _webhook("validating", semantics),
         _webhook("mutating", semantics, failure_policy="Ignore"),
+        _webhook("validating", semantics, tag="unsafe", mark_unsafe=True),
         _webhook(
             "validating", _write_role(roles, "it_validate", cluster_webhooks.VALIDATE), CLUSTER_GVK
         ),
@@ -315,7 +317,7 @@ async def test_warm_and_full_runs_give_the_same_answers(
         differences = []
         for webhook in admission_hooks:
             requests = {
-                "semantics": ADMISSIONS + MODES,
+                "semantics": MODES if webhook.mark_unsafe else ADMISSIONS + MODES,
                 "it_validate": ADMISSIONS[:2],  # full runs both ways: only the fallback
                 "it_defaults": ADMISSIONS[:2],
             }.get(webhook.target.name, ADMISSIONS)
@@ -415,6 +417,8 @@ async def test_a_timed_out_or_dead_process_goes_to_the_failure_policy_and_is_rep
     key = warmtargets.warm_key(webhook)
     hang = _admission("CREATE", _widget({"size": 3, "mode": "hang"}))
     fine = _admission("CREATE", _widget({"size": 3, "mode": "set"}))
+    # The same webhook with time for a new process to start.
+    slow = dataclasses.replace(webhook, timeout=30.0)
     try:
         [first] = warm_runners.pids(key)
         answer = (await runner.admit(webhook, hang))["response"]
@@ -424,12 +428,11 @@ async def test_a_timed_out_or_dead_process_goes_to_the_failure_policy_and_is_rep
             " (failurePolicy Fail)"
         )
         await _until(lambda: not _alive(first), "the timed-out process to be gone", 10)
-        assert _warnings(await runner.admit(webhook, fine)) == ["leaked 3"]
+        assert _warnings(await runner.admit(slow, fine)) == ["leaked 3"]
         [second] = warm_runners.pids(key)
         assert second != first
 
         # A process that dies in the middle of a request.
-        slow = dataclass_replace(webhook, timeout=30.0)
         request = asyncio.create_task(runner.admit(slow, hang))
         await asyncio.sleep(0.3)
         os.kill(second, signal.SIGKILL)
@@ -439,7 +442,7 @@ async def test_a_timed_out_or_dead_process_goes_to_the_failure_policy_and_is_rep
             f"{webhook.describe()}: role isolation could not run: the warm Ansible process"
             " was killed by signal 9 (failurePolicy Fail)"
         )
-        assert _warnings(await runner.admit(webhook, fine)) == ["leaked 3"]
+        assert _warnings(await runner.admit(slow, fine)) == ["leaked 3"]
         assert second not in warm_runners.pids(key)
     finally:
         await runner.close()
@@ -451,9 +454,3 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def dataclass_replace(webhook: Webhook, **changes: Any) -> Webhook:
-    import dataclasses
-
-    return dataclasses.replace(webhook, **changes)

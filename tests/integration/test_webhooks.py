@@ -405,7 +405,14 @@ def test_server_side_dry_run(served: Served, widgets: Any, namespace: str) -> No
     assert "size 8 is larger than 5" in result.stderr
 
 
-def test_conversion_between_served_versions(dyn: Any, widgets: Any, namespace: str) -> None:
+def test_conversion_between_served_versions(
+    served: Served, dyn: Any, widgets: Any, namespace: str
+) -> None:
+    if os.environ.get(BACKEND_ENV) != "runner":
+        # Its role is all set_fact: it runs warm (the others run a command: full runs).
+        log = served.proc.log()
+        assert f"conversion webhook for {KIND}.{GROUP}: runs warm" in log
+        assert f"validating webhook for {KIND}.{GROUP}: runs each request as a full run" in log
     _create_until_admitted(widgets, _widget("conv-a", namespace, {"size": 4}))
     beta = dyn.resources.get(api_version=f"{GROUP}/v1beta1", kind=KIND)
     # Written in v1beta1 (stored as v1alpha1: converted, then admitted in v1alpha1).

@@ -181,14 +181,17 @@ class WarmRunners:
                 timeout=max(0.0, deadline - time.monotonic()),
             )
         except TimeoutError:
-            await self._discard(pool, process)
+            self._discard(pool, process)
             raise WarmTimeout() from None
+        except asyncio.CancelledError:
+            self._discard(pool, process)  # its answer would be the next request's
+            raise
         except (OSError, EOFError, asyncio.IncompleteReadError, ValueError) as exc:
             code = None
             with contextlib.suppress(TimeoutError):
                 # Its output ended: it exits, or is stopped by _discard.
                 code = await asyncio.wait_for(process.proc.wait(), timeout=1)
-            await self._discard(pool, process)
+            self._discard(pool, process)
             raise WarmCrashed(_exit_reason(code, exc)) from None
         self._release(pool, process)
         loaded = answer.get("loaded")
@@ -214,7 +217,7 @@ class WarmRunners:
                     process = pool.idle.pop()
                     if process.proc.returncode is None:
                         return process
-                    await self._discard(pool, process)  # died while idle: replaced
+                    self._discard(pool, process)  # died while idle: replaced
                 if pool.warm is False and not pool.live and not pool.starting:
                     return None
                 if not pool.starting and len(pool.live) < self._max and pool.warm is not False:
@@ -231,7 +234,7 @@ class WarmRunners:
         pool.idle.append(process)
         self._notify(pool)
 
-    async def _discard(self, pool: _Pool, process: _Process) -> None:
+    def _discard(self, pool: _Pool, process: _Process) -> None:
         process.kill()
         pool.live.discard(process)
         with contextlib.suppress(ValueError):
