@@ -8,7 +8,10 @@ replica — what a `kill -9` of one costs: the time until all its keys carry ano
 member's label, and until each was reconciled by its new owner.
 
 Usage: .venv/bin/python bench/sharding.py --kubeconfig PATH [--count 10000]
-       [--replicas 1,3] [--timeout 3600]
+       [--replicas 1,3] [--timeout 3600] [--gather-facts]
+
+The replicas run with `ANSIBLE_GATHERING=explicit`, as the scaffolded manager's
+Deployment sets it, unless `--gather-facts` is given.
 
 Uses a namespace and a CRD of its own on the cluster the kubeconfig names, and removes
 both at the end.
@@ -78,7 +81,14 @@ def _tree(pid: int) -> list[int]:
 
 class Replica:
     def __init__(
-        self, name: str, project: Path, kubeconfig: Path, namespace: str, work: Path
+        self,
+        name: str,
+        project: Path,
+        kubeconfig: Path,
+        namespace: str,
+        work: Path,
+        *,
+        gather_facts: bool = False,
     ) -> None:
         self.name = name
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work))
@@ -90,6 +100,10 @@ class Replica:
             "ANSIBLE_OPERATOR_RUNNER_DIR": str(self.dir / "runner"),
             "TMPDIR": str(self.dir),
         }
+        if not gather_facts:
+            # As the scaffolded manager's Deployment runs it: a no-op role's play gathers
+            # no facts, which would otherwise be most of a run's CPU.
+            env["ANSIBLE_GATHERING"] = "explicit"
         command = [
             sys.executable, "-m", "runner.cli", "run", "--watches-file", "watches.yaml",
             "--ansible-backend", "fast", "--zap-encoder", "json",
@@ -238,7 +252,14 @@ def create_crs(crs: client.CustomObjectsApi, namespace: str, count: int) -> None
 
 
 def run(
-    replicas: int, *, count: int, kubeconfig: Path, timeout: float, work: Path, kill: bool = True
+    replicas: int,
+    *,
+    count: int,
+    kubeconfig: Path,
+    timeout: float,
+    work: Path,
+    kill: bool = True,
+    gather_facts: bool = False,
 ) -> dict[str, Any]:
     core, crs = client.CoreV1Api(), client.CustomObjectsApi()
     namespace = f"shardbench-{uuid.uuid4().hex[:6]}"
@@ -246,13 +267,16 @@ def run(
     project = project_dir(work)
     started: list[Replica] = []
     stop = threading.Event()
-    figures: dict[str, Any] = {"replicas": replicas, "count": count}
+    figures: dict[str, Any] = {"replicas": replicas, "count": count, "gather_facts": gather_facts}
     try:
         began = time.monotonic()
         create_crs(crs, namespace, count)
         log(f"{count} CRs created in {time.monotonic() - began:.0f} s")
         start = time.monotonic()
-        started = [Replica(f"r{i}", project, kubeconfig, namespace, work) for i in range(replicas)]
+        started = [
+            Replica(f"r{i}", project, kubeconfig, namespace, work, gather_facts=gather_facts)
+            for i in range(replicas)
+        ]
 
         def sampler() -> None:
             while not stop.wait(0.5):
@@ -348,6 +372,11 @@ def main() -> int:
         action="store_true",
         help="memory and CPU only: do not kill a replica to time the take-over",
     )
+    parser.add_argument(
+        "--gather-facts",
+        action="store_true",
+        help="let the no-op role's play gather facts (the scaffolded manager turns it off)",
+    )
     args = parser.parse_args()
     config.load_kube_config(config_file=str(args.kubeconfig))
     install_crd(client.ApiextensionsV1Api())
@@ -363,6 +392,7 @@ def main() -> int:
                     timeout=args.timeout,
                     work=work,
                     kill=not args.no_kill,
+                    gather_facts=args.gather_facts,
                 )
             )
             print(json.dumps(results[-1], indent=2), flush=True)
