@@ -397,7 +397,9 @@ def main() -> int:
             timeout=120,
             message="webhook registered",
         )
-        asyncio.run(_load(port, concurrency=4, requests=20))  # warm-up, not counted
+        # Warm-up, not counted: the zygote's first runs, or the warm runner's processes
+        # started as requests wait (as many as --webhook-workers).
+        asyncio.run(_load(port, concurrency=10, requests=60))
         results["runs_warm"] = "runs warm" in operator.log()
         print(f"the webhook runs warm: {results['runs_warm']}")
         for concurrency in args.concurrency:

@@ -247,11 +247,12 @@ class WarmPlay:
             )
             task_vars["ansible_current_hosts"] = list(hosts)
             task_vars["ansible_failed_hosts"] = []
-            queued = task.copy()
-            queued.post_validate_attribute(
+            # The strategy templates the queued task's name, the worker runs a copy of
+            # it: templating the copy's name is the same (the original stays as loaded).
+            worker_task = task.copy()
+            worker_task.post_validate_attribute(
                 "name", templar=TemplateEngine(loader=loader, variables=task_vars)
             )
-            worker_task = queued.copy()
             queue = _NoQueue()
             with _task.TaskContext(worker_task):
                 data = TaskExecutor(
@@ -270,8 +271,8 @@ class WarmPlay:
             # What the worker queue does to the result (it is pickled across) and how the
             # strategy rebuilds the task from the worker's fields.
             data = pickle.loads(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
-            result_task = queued.copy(exclude_parent=True, exclude_tasks=True)
-            result_task._parent = queued._parent
+            result_task = task.copy(exclude_parent=True, exclude_tasks=True)
+            result_task._parent = task._parent
             result_task.from_attrs(fields)
             raw = _RawTaskResult(host=host, task=result_task, return_data=data, task_fields=fields)
             if not self._handle(raw, variables, stats, events):

@@ -6,8 +6,9 @@ when the webhook needs a full run (its play is not one the warm runner runs, its
 cannot start, or warm runs are off). Per webhook:
 
 - processes start on demand, one at a time, up to `max_processes` (each one is busy with
-  one request at a time; more than the cores would only add memory), the first when the
-  operator starts (`start`) so that the start-up log says which webhooks run warm;
+  one request at a time), the first when the operator starts (`add`) so that the
+  start-up log says which webhooks run warm; those beyond the first stop after
+  `_IDLE_SECONDS` without a request;
 - what the process says at each (re)load of the play is logged when it changes: "runs
   warm", or why it keeps full runs;
 - a request that does not finish by its deadline, or whose process dies, raises
@@ -40,6 +41,8 @@ __all__ = ["WarmCrashed", "WarmError", "WarmRunners", "WarmTarget", "WarmTimeout
 _RETRY_AFTER_FAILURE = 60.0
 _START_TIMEOUT = 120.0
 """How long a process may take to load ansible-core and the play."""
+_IDLE_SECONDS = 120.0
+"""A webhook's processes beyond its first are stopped after this long without a request."""
 
 
 class WarmTimeout(Exception):
@@ -71,6 +74,7 @@ class WarmTarget:
 class _Process:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
+        self.idle_since = time.monotonic()
 
     async def request(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -209,6 +213,7 @@ class WarmRunners:
     # -- processes --------------------------------------------------------------------
 
     async def _acquire(self, pool: _Pool, deadline: float) -> _Process | None:
+        self._retire_idle(pool)
         async with pool.changed:
             while True:
                 if time.monotonic() < pool.failed_until:
@@ -231,8 +236,18 @@ class WarmRunners:
                     raise WarmTimeout() from None
 
     def _release(self, pool: _Pool, process: _Process) -> None:
+        process.idle_since = time.monotonic()
         pool.idle.append(process)
         self._notify(pool)
+
+    def _retire_idle(self, pool: _Pool) -> None:
+        """Stop the processes a burst of requests started once it is long over (the
+        idle list is a stack: its bottom waited longest)."""
+        now = time.monotonic()
+        while len(pool.live) > 1 and pool.idle and now - pool.idle[0].idle_since > _IDLE_SECONDS:
+            process = pool.idle.pop(0)
+            pool.live.discard(process)
+            self._background(process.close())
 
     def _discard(self, pool: _Pool, process: _Process) -> None:
         process.kill()
