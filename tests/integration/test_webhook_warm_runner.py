@@ -114,6 +114,24 @@ SEMANTICS = """\
   when: webhook_type == 'mutating'
 """
 
+PLAYBOOK = """\
+- name: a validating playbook
+  hosts: localhost
+  gather_facts: false
+  vars:
+    most: 6
+  pre_tasks:
+    - name: the size, doubled
+      ansible.builtin.set_fact:
+        doubled: "{{ (size | default(0) | int) * 2 }}"
+  tasks:
+    - name: at most
+      ansible.builtin.assert:
+        that: ["(size | default(0) | int) <= most"]
+        fail_msg: "{{ size }} is more than {{ most }} (doubled {{ doubled }})"
+      when: operation != 'DELETE'
+"""
+
 ISOLATION = """\
 - name: set a fact only when asked
   ansible.builtin.set_fact:
@@ -282,6 +300,9 @@ async def test_warm_and_full_runs_give_the_same_answers(
             "conversion", _write_role(roles, "it_convert", cluster_webhooks.CONVERT), CLUSTER_GVK
         ),
     ]
+    playbook = tmp_path / "validate.yml"
+    playbook.write_text(PLAYBOOK)
+    admission_hooks.append(Webhook(type="validating", gvk=GVK_, playbook=playbook))
     everything = admission_hooks + conversion_hooks
     options = RunOptions(envvars={})
     full = WebhookRunner(

@@ -62,7 +62,10 @@ def _answer(play: Any, request: dict[str, Any], vars_file: str) -> dict[str, Any
     answer: dict[str, Any] = {}
     try:
         if play.changed():
+            gc.unfreeze()  # the old play becomes garbage, cycles included
             decision = play.load()
+            gc.collect()
+            gc.freeze()
             answer["loaded"] = {"warm": decision.warm, "why": decision.why}
         if not play.decision.warm:
             answer["cold"] = True
