@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from runner.ansible.backend import AnsibleBackend
 from runner.ansible.events import EventCollector, RunResult
 from runner.ansible.inputs import RunRequest
+from runner.ansible.runlog import LogEvents, RunLog
 from runner.ansible.warm.pool import WarmCrashed, WarmError, WarmRunners, WarmTimeout
 from runner.durations import format_duration
 from runner.errors import AnsibleRunError
@@ -43,7 +44,7 @@ from runner.webhooks import contract
 from runner.webhooks.declarations import Webhook
 from runner.webhookserver.warmtargets import warm_key
 
-__all__ = ["RunOptions", "WebhookFailure", "WebhookMetrics", "WebhookRunner"]
+__all__ = ["EventLog", "RunOptions", "WebhookFailure", "WebhookMetrics", "WebhookRunner"]
 
 log = logging.getLogger("ansible-operator.webhooks")
 
@@ -96,6 +97,15 @@ class RunOptions:
     ansible_args: str = ""
 
 
+@dataclass(frozen=True)
+class EventLog:
+    """How the webhooks' backend logs a run's job events: warm runs log theirs alike."""
+
+    logger: logging.Logger
+    log_events: LogEvents = "tasks"
+    debug: bool = False
+
+
 class _Denied(Exception):
     pass
 
@@ -111,9 +121,11 @@ class WebhookRunner:
         options: RunOptions,
         metrics: WebhookMetrics,
         warm: WarmRunners | None = None,
+        warm_log: EventLog | None = None,
     ) -> None:
         self._backend = backend
         self._warm = warm
+        self._warm_log = warm_log
         self._options = options
         self._metrics = metrics
         self._slots: asyncio.Queue[int] = asyncio.Queue()
@@ -245,6 +257,20 @@ class WebhookRunner:
 
     # -- the run ------------------------------------------------------------------------
 
+    def _run_log(self, webhook: Webhook) -> RunLog | None:
+        """The log lines of a warm run, as a full run of the same slot's would be."""
+        if self._warm_log is None:
+            return None
+        request = RunRequest(
+            gvk=webhook.gvk,
+            namespace=webhook.type,
+            name="warm",
+            role=webhook.role,
+            playbook=webhook.playbook,
+        )
+        log = self._warm_log
+        return RunLog(log.logger, request, log_events=log.log_events, debug=log.debug)
+
     async def _run(self, webhook: Webhook, extravars: dict[str, Any]) -> contract.RoleOutput:
         """Run the role within the webhook's timeout (waiting for a slot included): in
         its warm runner when it has one, else (or when the warm runner says the role
@@ -266,9 +292,12 @@ class WebhookRunner:
             if events is not None:
                 output = contract.RoleOutput()
                 collector = EventCollector()
+                run_log = self._run_log(webhook)
                 for event in events:
                     output.add(event)
                     collector.add(event)
+                    if run_log is not None:
+                        run_log.event(event)
                 result = collector.result()
                 if not result.has_stats:
                     raise WebhookFailure(

@@ -28,7 +28,7 @@ from runner.k8s.client import KubeClient
 from runner.webhooks import declarations
 from runner.webhooks.declarations import Webhook
 from runner.webhookserver import devsetup, warmtargets
-from runner.webhookserver.roles import RunOptions, WebhookMetrics, WebhookRunner
+from runner.webhookserver.roles import EventLog, RunOptions, WebhookMetrics, WebhookRunner
 from runner.webhookserver.server import CERT_FILE, CertificateReloader, WebhookServer
 
 __all__ = [
@@ -272,6 +272,7 @@ async def running(
             options=options,
             metrics=WebhookMetrics(registry),
             warm=warm,
+            warm_log=EventLog(own_backend.runs.logger, backend.log_events, backend.debug_logs),
         )
         stack.push_async_callback(runner.close)
         server = WebhookServer(

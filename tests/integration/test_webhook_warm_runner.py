@@ -35,7 +35,7 @@ from runner.scaffold.webhook_files import CONVERSION_ROLE, DEFAULTING_ROLE, VALI
 from runner.structs import GVK
 from runner.webhooks.declarations import Webhook
 from runner.webhookserver import warmtargets
-from runner.webhookserver.roles import RunOptions, WebhookMetrics, WebhookRunner
+from runner.webhookserver.roles import EventLog, RunOptions, WebhookMetrics, WebhookRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 GVK_ = GVK("warm.example.com", "v1alpha1", "Widget")
@@ -276,6 +276,7 @@ async def test_warm_and_full_runs_give_the_same_answers(
     tmp_path: Path, backend: FastBackend, log: logging.Logger, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=log.name)
+    caplog.set_level(logging.INFO, logger=backend.runs.logger.name)
     roles = tmp_path / "roles"
     semantics = _write_role(
         roles, "semantics", SEMANTICS, defaults=SEMANTICS_DEFAULTS, vars=SEMANTICS_VARS
@@ -315,6 +316,7 @@ async def test_warm_and_full_runs_give_the_same_answers(
         options=options,
         metrics=WebhookMetrics(CollectorRegistry()),
         warm=warm_runners,
+        warm_log=EventLog(backend.runs.logger),
     )
     try:
         await _until(lambda: not warm_runners.warming(), "the warm runners to load")
@@ -358,6 +360,22 @@ async def test_warm_and_full_runs_give_the_same_answers(
                 if outcomes[0] != outcomes[1]:
                     differences.append((webhook.target.name, obj, *outcomes))
         assert differences == []
+
+        # Both log a line per task result, as the backend's --ansible-log-events says.
+        semantics_hook = admission_hooks[3]
+        lines = []
+        for runner in (full, warm):
+            caplog.clear()
+            await runner.admit(semantics_hook, ADMISSIONS[3])
+            lines.append(
+                [
+                    r.getMessage().split("] ", 1)[1]
+                    for r in caplog.records
+                    if r.name == backend.runs.logger.name and " task " in r.getMessage()
+                ]
+            )
+        assert lines[0] == lines[1]
+        assert "task failed (ignored): a check that may fail, ignored" in " ".join(lines[1])
     finally:
         await warm.close()
 

@@ -325,13 +325,23 @@ class WarmPlay:
         return go_on
 
 
+_CENSORED = (
+    "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
+)
+
+
 def _event(kind: str, raw: Any, **extra: Any) -> dict[str, Any]:
-    """A job event as `awx_display` reports it (the fields the operator reads)."""
+    """A job event as `awx_display` reports it (the fields the operator reads): the
+    callback's copy of the result, replaced whole when it is censored."""
+    res = raw.as_callback_task_result().result
+    if res.get("_ansible_no_log", False):
+        res = {"censored": _CENSORED}
+    task = raw.task
     data = {
         "host": raw.host.get_name(),
-        "task": raw.task.get_name(),
-        "task_action": raw.task.action,
-        "res": raw.as_callback_task_result().result,
+        "task": task.name or task.action,
+        "task_action": task.action,
+        "res": res,
         **extra,
     }
     return {"event": kind, "event_data": data}
