@@ -164,6 +164,8 @@ def _write_role(roles: Path, name: str, tasks: str, **files: str) -> Path:
 
 def _webhook(kind: str, role: Path, gvk: GVK = GVK_, tag: str = "", **fields: Any) -> Webhook:
     version = GVK(gvk.group, f"{kind[:3]}{role.name}{tag}", gvk.kind)  # one key per webhook
+    # A full run on a loaded machine may take seconds: no answer may come from a timeout.
+    fields.setdefault("timeout", 120.0)
     return Webhook(type=kind, gvk=version, role=role, **fields)  # type: ignore[arg-type]
 
 
@@ -303,7 +305,7 @@ async def test_warm_and_full_runs_give_the_same_answers(
     ]
     playbook = tmp_path / "validate.yml"
     playbook.write_text(PLAYBOOK)
-    admission_hooks.append(Webhook(type="validating", gvk=GVK_, playbook=playbook))
+    admission_hooks.append(Webhook(type="validating", gvk=GVK_, playbook=playbook, timeout=120.0))
     everything = admission_hooks + conversion_hooks
     options = RunOptions(envvars={})
     full = WebhookRunner(
@@ -320,6 +322,7 @@ async def test_warm_and_full_runs_give_the_same_answers(
     )
     try:
         await _until(lambda: not warm_runners.warming(), "the warm runners to load")
+        await _until(lambda: not backend.warming(), "the zygote to warm up", 300)
         decisions = {
             w.target.name: warm_runners.decision(warmtargets.warm_key(w)) for w in everything
         }
