@@ -9,8 +9,10 @@ server against the local cluster. Measured:
 2. 50 Memcached CRs created at once, without and then with 10 concurrent admission
    requests going on: create -> Successful p50/p95 and the time to converge, plus the
    admission p50/p99 meanwhile. Ten always in flight (a closed loop) take whatever CPU
-   they can get; with `--admission-rate R` a third burst has R admissions a second
-   instead (an open loop, as a cluster's clients send them).
+   they can get; with `--admission-rate R` a burst with R admissions a second (an open
+   loop, as a cluster's clients send them) follows the one alone, and another alone
+   follows it (the slowdown is against the mean of the two). Each burst starts in an
+   empty namespace: the CRs of the one before are deleted first.
 
 The webhook runs warm (`--webhook-runner warm`, the operator's default: its tasks in a
 warm process) or as a full ansible-playbook per request (`--webhook-runner full`).
@@ -225,7 +227,19 @@ def _create_admitted(memcached: Any, name: str, namespace: str) -> int:
             refused += 1
 
 
+def _clear(memcached: Any, namespace: str) -> None:
+    """Delete the CRs of earlier bursts and wait until they are gone: each burst starts
+    from an empty namespace (more CRs make every later burst slower on their own)."""
+    memcached.delete(namespace=namespace, field_selector=f"metadata.namespace={namespace}")
+    deadline = time.monotonic() + 300
+    while memcached.get(namespace=namespace).to_dict()["items"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the Memcached CRs of {namespace} were not deleted in 300 s")
+        time.sleep(0.2)
+
+
 def _reconcile_burst(memcached: Any, namespace: str, count: int, prefix: str) -> dict[str, float]:
+    _clear(memcached, namespace)
     created: dict[str, float] = {}
     start = time.monotonic()
     refused = 0
@@ -426,18 +440,9 @@ def main() -> int:
             "load_average": _load_average(),
         }
         print(f"{args.crs} CRs reconciling alone: {results['reconcile_alone']}")
-        cpu = _tree_cpu(operator.process.pid)
-        burst, latencies = asyncio.run(_burst_with_load(memcached, namespace, args.crs, port))
-        results["reconcile_with_admissions"] = {
-            **burst,
-            **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
-            "admissions": len(latencies),
-            "load_average": _load_average(),
-        }
-        results["admission_c10_during_reconciles"] = _percentiles(latencies)
-        print(f"{args.crs} CRs reconciling with 10 concurrent admissions: {burst}")
-        print(f"admission meanwhile: {results['admission_c10_during_reconciles']}")
         if args.admission_rate:
+            # Right after the burst alone, and bracketed by another burst alone: the
+            # machine's own drift between bursts shows.
             cpu = _tree_cpu(operator.process.pid)
             burst, latencies = asyncio.run(
                 _burst_with_load(memcached, namespace, args.crs, port, rate=args.admission_rate)
@@ -452,6 +457,24 @@ def main() -> int:
             results["admission_rate_during_reconciles"] = _percentiles(latencies)
             print(f"{args.crs} CRs reconciling with {args.admission_rate}/s admissions: {burst}")
             print(f"admission meanwhile: {results['admission_rate_during_reconciles']}")
+            cpu = _tree_cpu(operator.process.pid)
+            results["reconcile_alone_again"] = {
+                **_reconcile_burst(memcached, namespace, args.crs, "again"),
+                **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
+                "load_average": _load_average(),
+            }
+            print(f"{args.crs} CRs reconciling alone again: {results['reconcile_alone_again']}")
+        cpu = _tree_cpu(operator.process.pid)
+        burst, latencies = asyncio.run(_burst_with_load(memcached, namespace, args.crs, port))
+        results["reconcile_with_admissions"] = {
+            **burst,
+            **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
+            "admissions": len(latencies),
+            "load_average": _load_average(),
+        }
+        results["admission_c10_during_reconciles"] = _percentiles(latencies)
+        print(f"{args.crs} CRs reconciling with 10 concurrent admissions: {burst}")
+        print(f"admission meanwhile: {results['admission_c10_during_reconciles']}")
     except BaseException:
         tail = operator.log().splitlines()[-30:]
         print("the operator's last log lines:", *tail, sep="\n", file=sys.stderr)
@@ -473,11 +496,13 @@ def _report(results: dict[str, Any], crs: int) -> int:
         alone, loaded = results["reconcile_alone"], results["reconcile_with_admissions"]
         results["reconcile_p50_slowdown"] = round(loaded["p50_s"] / alone["p50_s"] - 1, 3)
         at_rate = results.get("reconcile_with_admission_rate")
-        if at_rate:
+        again = results.get("reconcile_alone_again")
+        if at_rate and again:
+            # Against the mean of the bursts alone before and after it.
             results["reconcile_p50_slowdown_at_rate"] = round(
-                at_rate["p50_s"] / alone["p50_s"] - 1, 3
+                at_rate["p50_s"] / ((alone["p50_s"] + again["p50_s"]) / 2) - 1, 3
             )
-        for row in (alone, loaded, *([at_rate] if at_rate else [])):
+        for row in (alone, loaded, *([at_rate, again] if at_rate and again else [])):
             row["cores_busy"] = round(row["cpu_s"] / row["total_s"], 2)
         per_admission = results.get("admission_c10", {}).get("cpu_ms_per_request")
         if per_admission:
@@ -522,6 +547,7 @@ def _report(results: dict[str, Any], crs: int) -> int:
             ("reconcile_alone", "alone"),
             ("reconcile_with_admissions", "with 10 admissions in flight"),
             ("reconcile_with_admission_rate", f"with {rate} admissions/s"),
+            ("reconcile_alone_again", "alone again"),
         ):
             row = results.get(key)
             if row is None:
