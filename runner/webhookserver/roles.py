@@ -1,7 +1,9 @@
 """Running a webhook's role for one request, and turning the run into an answer.
 
 Webhook runs have their own Ansible backend and their own slots (`workers`), apart from
-the reconciles': an admission never waits for a reconcile to free a worker. A slot is
+the reconciles': an admission never waits for a reconcile to free a worker. A webhook
+whose role allows it runs in its warm runner instead (`runner.ansible.warm`: its tasks in
+a process that loaded the role once); its job events become an answer the same way. A slot is
 also the run's data directory (`<base>/<group>/<version>/<kind>/<type>/slot-<n>`), so
 disk use stays bounded and the last runs of each slot can be read afterwards.
 
@@ -271,6 +273,35 @@ class WebhookRunner:
         log = self._warm_log
         return RunLog(log.logger, request, log_events=log.log_events, debug=log.debug)
 
+    async def _run_warm(
+        self, webhook: Webhook, extravars: dict[str, Any], deadline: float, limit: str
+    ) -> contract.RoleOutput | None:
+        """The run in the webhook's warm runner; None when it needs a full run."""
+        assert self._warm is not None
+        try:
+            events = await self._warm.run(warm_key(webhook), extravars, deadline=deadline)
+        except WarmTimeout:
+            raise WebhookFailure(
+                "timeout",
+                f"role {_target(webhook)} did not finish within {limit} and was stopped",
+            ) from None
+        except (WarmCrashed, WarmError) as err:
+            raise WebhookFailure("error", f"role {_target(webhook)} could not run: {err}") from None
+        if events is None:
+            return None
+        output = contract.RoleOutput()
+        collector = EventCollector()
+        run_log = self._run_log(webhook)
+        for event in events:
+            output.add(event)
+            collector.add(event)
+            if run_log is not None:
+                run_log.event(event)
+        result = collector.result()
+        if not result.has_stats:
+            raise WebhookFailure("error", f"role {_target(webhook)} could not run: {result.error}")
+        return _outcome(webhook, result, output)
+
     async def _run(self, webhook: Webhook, extravars: dict[str, Any]) -> contract.RoleOutput:
         """Run the role within the webhook's timeout (waiting for a slot included): in
         its warm runner when it has one, else (or when the warm runner says the role
@@ -278,32 +309,9 @@ class WebhookRunner:
         deadline = time.monotonic() + webhook.timeout
         limit = format_duration(webhook.timeout)
         if self._warm is not None:
-            try:
-                events = await self._warm.run(warm_key(webhook), extravars, deadline=deadline)
-            except WarmTimeout:
-                raise WebhookFailure(
-                    "timeout",
-                    f"role {_target(webhook)} did not finish within {limit} and was stopped",
-                ) from None
-            except (WarmCrashed, WarmError) as err:
-                raise WebhookFailure(
-                    "error", f"role {_target(webhook)} could not run: {err}"
-                ) from None
-            if events is not None:
-                output = contract.RoleOutput()
-                collector = EventCollector()
-                run_log = self._run_log(webhook)
-                for event in events:
-                    output.add(event)
-                    collector.add(event)
-                    if run_log is not None:
-                        run_log.event(event)
-                result = collector.result()
-                if not result.has_stats:
-                    raise WebhookFailure(
-                        "error", f"role {_target(webhook)} could not run: {result.error}"
-                    )
-                return _outcome(webhook, result, output)
+            output = await self._run_warm(webhook, extravars, deadline, limit)
+            if output is not None:
+                return output
         try:
             slot = await asyncio.wait_for(self._slots.get(), timeout=webhook.timeout)
         except TimeoutError:
