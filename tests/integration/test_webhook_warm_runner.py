@@ -89,12 +89,26 @@ SEMANTICS = """\
         msg: checking
       failed_when: (mode | default('')) == 'failed_when'
       changed_when: true
+- name: count the colours, one item at a time
+  ansible.builtin.set_fact:
+    colour_count: "{{ (colour_count | default(0) | int) + 1 }}"
+  loop: "{{ colours | default([]) }}"
+  loop_control:
+    label: "{{ item }}"
+- name: refuse a bad colour
+  ansible.builtin.fail:
+    msg: "bad colour {{ item }} ({{ ansible_loop.index }})"
+  when: item == 'bad'
+  loop: "{{ colours | default([]) }}"
+  loop_control:
+    extended: true
 - name: warn with what was registered
   ansible.builtin.set_fact:
     webhook_warnings:
       - "{{ said.msg | default('none') }}"
       - "check failed: {{ size_check.failed | default(false) }}"
       - "{{ size_check.msg | default('') }}"
+      - "{{ colour_count | default(0) }} colours"
 - name: a fact set with no_log is not returned
   ansible.builtin.set_fact:
     webhook_warnings: ["hidden"]
@@ -206,8 +220,12 @@ ADMISSIONS = [
     _admission("DELETE", None, _widget({"size": 2}, protected="yes")),
 ]
 MODES = [
-    _admission("CREATE", _widget({"size": 2, "mode": mode, "tmpl": "{{ 1 + 1 }}"}))
-    for mode in ("hidden", "failed_when", "nolog_fact", "undefined", "template")
+    *[
+        _admission("CREATE", _widget({"size": 2, "mode": mode, "tmpl": "{{ 1 + 1 }}"}))
+        for mode in ("hidden", "failed_when", "nolog_fact", "undefined", "template")
+    ],
+    _admission("CREATE", _widget({"size": 2, "colours": ["red", "blue", "green"]})),
+    _admission("CREATE", _widget({"size": 2, "colours": ["red", "bad"]})),
 ]
 """Requests for the role that uses every keyword."""
 CONVERSIONS = [

@@ -105,16 +105,19 @@ def _prereqs() -> tuple[Any, Any, Any]:
 
 
 class _NoQueue:
-    """The final queue a worker would have: the allowed tasks never use it (no loops,
-    retries or prompts); if one does, the request fails instead of guessing."""
+    """The final queue a worker would have. The allowed tasks send only a loop's item
+    results through it, which reach only callbacks (a full run's `runner_item_on_*`
+    events, which no answer and no log line is made of); anything else (retries, async,
+    prompts) fails the request instead of being guessed at."""
 
     used: str = ""
 
     def _record(self, name: str) -> None:
         self.used = self.used or name
 
-    def send_callback(self, *args: Any, **kwargs: Any) -> None:
-        self._record("send_callback")
+    def send_callback(self, method_name: str = "", *args: Any, **kwargs: Any) -> None:
+        if not str(method_name).startswith("v2_runner_item_on_"):
+            self._record(f"send_callback {method_name}")
 
     def send_display(self, *args: Any, **kwargs: Any) -> None:
         self._record("send_display")
@@ -307,13 +310,15 @@ class WarmPlay:
             stats["skipped"] += 1
             events.append(_event("runner_on_skipped", raw))
         else:
-            result = raw._return_data
-            if "ansible_facts" in result and task.action not in constants._ACTION_DEBUG:
+            # A loop's facts come from each item's result, as the strategy takes them.
+            items = raw._loop_results if task.loop else [raw._return_data]
+            for result in items:
+                if "ansible_facts" not in result or task.action in constants._ACTION_DEBUG:
+                    continue
                 result.pop("_ansible_facts_cacheable", False)
-                if task.action in constants._ACTION_SET_FACT:
-                    variables.set_nonpersistent_facts(name, result["ansible_facts"].copy())
-                else:
+                if task.action not in constants._ACTION_SET_FACT:
                     raise RuntimeError(f"{task.action} returned facts")
+                variables.set_nonpersistent_facts(name, result["ansible_facts"].copy())
             stats["ok"] += 1
             if raw.is_changed():
                 stats["changed"] += 1

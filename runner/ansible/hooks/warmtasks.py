@@ -6,9 +6,10 @@ only for tasks whose whole effect is their result: controller-side actions witho
 effects (`assert`, `fail`, `set_fact` without `cacheable`, `debug`), with keywords the
 executor itself applies (`when`, `vars`, `failed_when`, `changed_when`, `no_log`,
 `ignore_errors`) or that are applied to the result exactly as the strategy does
-(`register`), in plain blocks. Everything else keeps the full ansible-playbook run:
-modules (they change things elsewhere), lookups (they read the world, such as the
-Kubernetes API), loops, retries, `delegate_to`, handlers and notifications,
+(`register`, `loop` with the items' facts), in plain blocks. Everything else keeps the
+full ansible-playbook run: modules (they change things elsewhere), lookups (they read the
+world, such as the Kubernetes API; `with_*` loops are lookups), a loop's `pause`,
+retries, `delegate_to`, handlers and notifications,
 `rescue`/`always`, includes, `meta` tasks, `never` tags, more than one play...
 
 The rules look at what the YAML said (each task's and block's keys, the values'
@@ -25,6 +26,7 @@ from typing import Any
 
 __all__ = [
     "BLOCK_KEYWORDS",
+    "LOOP_CONTROLS",
     "PLAY_KEYWORDS",
     "TASK_ACTIONS",
     "TASK_KEYWORDS",
@@ -56,9 +58,14 @@ TASK_KEYWORDS = frozenset(
         "failed_when",
         "changed_when",
         "tags",
+        "loop",
+        "loop_control",
     }
 )
 """Task keywords with the same effect in the warm runner as under ansible-playbook."""
+
+LOOP_CONTROLS = frozenset({"loop_var", "index_var", "label", "extended", "extended_allitems"})
+"""`loop_control` keys the warm runner allows (not `pause`: a request would sleep)."""
 
 BLOCK_KEYWORDS = frozenset({"block", "name", "when", "vars", "no_log", "ignore_errors", "tags"})
 """Block keywords the tasks inherit (the executor applies them through the task)."""
@@ -144,7 +151,22 @@ def _why_not(shape: Shape) -> str | None:
         return f"the action {shape.action or '(none)'} runs only in a full run"
     if shape.action == "ansible.builtin.set_fact" and "cacheable" in shape.args:
         return "set_fact with cacheable (the fact cache outlives a request)"
-    return _unsupported(shape.keys, TASK_KEYWORDS, "task") or _tags(shape) or _lookup(shape)
+    return (
+        _unsupported(shape.keys, TASK_KEYWORDS, "task")
+        or _loop_control(shape)
+        or _tags(shape)
+        or _lookup(shape)
+    )
+
+
+def _loop_control(shape: Shape) -> str | None:
+    data = shape.data if isinstance(shape.data, Mapping) else {}
+    control = data.get("loop_control")
+    if control is None:
+        return None
+    if not isinstance(control, Mapping):
+        return "a loop_control that is not a mapping runs only in a full run"
+    return _unsupported(control, LOOP_CONTROLS, "loop_control")
 
 
 def _unsupported(keys: Iterable[str], allowed: frozenset[str], kind: str) -> str | None:

@@ -44,6 +44,13 @@ def block(**data: Any) -> Shape:
         pytest.param(
             [
                 PLAY,
+                task(loop="{{ items }}", loop_control={"label": "{{ item }}", "extended": True}),
+            ],
+            id="loop",
+        ),
+        pytest.param(
+            [
+                PLAY,
                 Shape(
                     where="x",
                     kind="task",
@@ -80,9 +87,9 @@ def test_controller_side_tasks_run_warm(shapes: list[Shape]) -> None:
             id="explicit-meta",
         ),
         pytest.param(
-            [PLAY, task(loop=[1, 2])],
-            "main.yml:1: the task keyword loop runs only in a full run",
-            id="loop",
+            [PLAY, task(loop=[1, 2], loop_control={"label": "x", "pause": 1})],
+            "main.yml:1: the loop_control keyword pause runs only in a full run",
+            id="loop-pause",
         ),
         pytest.param(
             [PLAY, task(with_items=[1])],
