@@ -12,7 +12,10 @@ server against the local cluster. Measured:
    they can get; with `--admission-rate R` a burst with R admissions a second (an open
    loop, as a cluster's clients send them) follows the one alone, and another alone
    follows it (the slowdown is against the mean of the two). Each burst starts in an
-   empty namespace: the CRs of the one before are deleted first.
+   empty namespace with an idle operator: the CRs of the one before are deleted, then
+   the bench waits until the garbage collector has removed their Deployments,
+   ReplicaSets and Pods and the operator's tree has used under 5 % of a core for a
+   second (the last burst's clean-up would otherwise overlap the next).
 
 The webhook runs warm (`--webhook-runner warm`, the operator's default: its tasks in a
 warm process) or as a full ansible-playbook per request (`--webhook-runner full`).
@@ -227,19 +230,38 @@ def _create_admitted(memcached: Any, name: str, namespace: str) -> int:
             refused += 1
 
 
-def _clear(memcached: Any, namespace: str) -> None:
-    """Delete the CRs of earlier bursts and wait until they are gone: each burst starts
-    from an empty namespace (more CRs make every later burst slower on their own)."""
+_DEPENDENTS = (("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("v1", "Pod"))
+
+
+def _clear(memcached: Any, namespace: str, operator_pid: int) -> None:
+    """Delete the CRs of earlier bursts and wait until they, their dependents (which the
+    garbage collector deletes after them) and the operator's work on those deletions are
+    gone: each burst starts from an empty namespace and an idle operator (more objects,
+    or the last burst's clean-up, make a later burst slower on its own)."""
     memcached.delete(namespace=namespace, field_selector=f"metadata.namespace={namespace}")
     deadline = time.monotonic() + 300
-    while memcached.get(namespace=namespace).to_dict()["items"]:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the Memcached CRs of {namespace} were not deleted in 300 s")
-        time.sleep(0.2)
+    kinds = [
+        memcached,
+        *(memcached.client.resources.get(api_version=v, kind=k) for v, k in _DEPENDENTS),
+    ]
+    for kind in kinds:
+        while kind.get(namespace=namespace).to_dict()["items"]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the {kind.kind}s of {namespace} were not deleted in 300 s")
+            time.sleep(0.2)
+    while time.monotonic() < deadline:  # idle: under 5 % of a core for a second
+        before = sum(_tree_cpu(operator_pid).values())
+        time.sleep(1)
+        if sum(_tree_cpu(operator_pid).values()) - before < 0.05:
+            return
 
 
-def _reconcile_burst(memcached: Any, namespace: str, count: int, prefix: str) -> dict[str, float]:
-    _clear(memcached, namespace)
+def _reconcile_burst(
+    memcached: Any, namespace: str, count: int, prefix: str, operator_pid: int
+) -> dict[str, float]:
+    """Create `count` CRs and time each to `Successful`; with the operator tree's CPU
+    seconds meanwhile (reconciles, and the admissions of a burst with load)."""
+    cpu = _tree_cpu(operator_pid)
     created: dict[str, float] = {}
     start = time.monotonic()
     refused = 0
@@ -262,6 +284,7 @@ def _reconcile_burst(memcached: Any, namespace: str, count: int, prefix: str) ->
         "p95_s": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
         "total_s": round(time.monotonic() - start, 1),
         "creates_timed_out": refused,
+        **_burst_cpu(cpu, _tree_cpu(operator_pid)),
     }
 
 
@@ -295,8 +318,15 @@ async def _load_at_rate(port: int, *, rate: float, until: asyncio.Event) -> list
 
 
 async def _burst_with_load(
-    memcached: Any, namespace: str, count: int, port: int, *, rate: float | None = None
+    memcached: Any,
+    namespace: str,
+    count: int,
+    port: int,
+    operator_pid: int,
+    *,
+    rate: float | None = None,
 ) -> tuple[dict[str, float], list[float]]:
+    await asyncio.to_thread(_clear, memcached, namespace, operator_pid)
     stop = asyncio.Event()
     if rate is None:
         load = asyncio.create_task(_load(port, concurrency=10, requests=None, until=stop))
@@ -304,7 +334,9 @@ async def _burst_with_load(
         load = asyncio.create_task(_load_at_rate(port, rate=rate, until=stop))
     try:
         prefix = "loaded" if rate is None else "rate"
-        burst = await asyncio.to_thread(_reconcile_burst, memcached, namespace, count, prefix)
+        burst = await asyncio.to_thread(
+            _reconcile_burst, memcached, namespace, count, prefix, operator_pid
+        )
     finally:
         stop.set()
     return burst, await load
@@ -433,23 +465,23 @@ def main() -> int:
             print(f"admission, {concurrency} at a time: {results[f'admission_c{concurrency}']}")
         if args.only_admission:
             return _report(results, args.crs)
-        cpu = _tree_cpu(operator.process.pid)
+        pid = operator.process.pid
+        _clear(memcached, namespace, pid)
         results["reconcile_alone"] = {
-            **_reconcile_burst(memcached, namespace, args.crs, "alone"),
-            **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
+            **_reconcile_burst(memcached, namespace, args.crs, "alone", pid),
             "load_average": _load_average(),
         }
         print(f"{args.crs} CRs reconciling alone: {results['reconcile_alone']}")
         if args.admission_rate:
             # Right after the burst alone, and bracketed by another burst alone: the
             # machine's own drift between bursts shows.
-            cpu = _tree_cpu(operator.process.pid)
             burst, latencies = asyncio.run(
-                _burst_with_load(memcached, namespace, args.crs, port, rate=args.admission_rate)
+                _burst_with_load(
+                    memcached, namespace, args.crs, port, pid, rate=args.admission_rate
+                )
             )
             results["reconcile_with_admission_rate"] = {
                 **burst,
-                **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
                 "admissions": len(latencies),
                 "rate": args.admission_rate,
                 "load_average": _load_average(),
@@ -457,18 +489,15 @@ def main() -> int:
             results["admission_rate_during_reconciles"] = _percentiles(latencies)
             print(f"{args.crs} CRs reconciling with {args.admission_rate}/s admissions: {burst}")
             print(f"admission meanwhile: {results['admission_rate_during_reconciles']}")
-            cpu = _tree_cpu(operator.process.pid)
+            _clear(memcached, namespace, pid)
             results["reconcile_alone_again"] = {
-                **_reconcile_burst(memcached, namespace, args.crs, "again"),
-                **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
+                **_reconcile_burst(memcached, namespace, args.crs, "again", pid),
                 "load_average": _load_average(),
             }
             print(f"{args.crs} CRs reconciling alone again: {results['reconcile_alone_again']}")
-        cpu = _tree_cpu(operator.process.pid)
-        burst, latencies = asyncio.run(_burst_with_load(memcached, namespace, args.crs, port))
+        burst, latencies = asyncio.run(_burst_with_load(memcached, namespace, args.crs, port, pid))
         results["reconcile_with_admissions"] = {
             **burst,
-            **_burst_cpu(cpu, _tree_cpu(operator.process.pid)),
             "admissions": len(latencies),
             "load_average": _load_average(),
         }
