@@ -82,16 +82,13 @@ def run_in(
     output = OutputEventFilter(
         stdout, runner.event_callback, suppress_ansible_output=True, output_json=False
     )
+    master, slave = _terminal()
     try:
-        master, slave = _terminal()
         try:
             run = zygote.start(config.ident, spec=spec, tty=slave)
         finally:
             os.close(slave)
-        try:
-            pumped = _pump(master, output, run=run, zygote=zygote, cancel=cancel)
-        finally:
-            os.close(master)
+        pumped = _pump(master, output, run=run, zygote=zygote, cancel=cancel)
     except _NotStarted as exc:
         if not zygote.alive:
             stdout.close()
@@ -99,6 +96,8 @@ def run_in(
         output.write(f"{exc}\n")
         output.close()
         return _finish(artifact_dir, status="failed", rc=_MISSING_PROCESS_RC)
+    finally:
+        os.close(master)
     canceled = pumped.canceled
     rc = wire.exit_code(run.status) if run.status is not None else None
     if rc == wire.STALE_EXIT and not canceled and not pumped.output:
@@ -219,6 +218,10 @@ class Zygote:
         except OSError as exc:
             with self._lock:
                 self._runs.pop(ident, None)
+                # Its end of the socket is closed: it is exiting, even while `poll()`
+                # cannot tell yet (a killed process closes its files before it is a
+                # zombie), so the run goes to a new zygote instead of failing.
+                self.dead = True
             raise _NotStarted(f"cannot reach the Ansible zygote: {exc}") from exc
         if not run.started.wait(_START_TIMEOUT):
             self.cancel(ident)
