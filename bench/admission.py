@@ -113,13 +113,31 @@ def _review(index: int, namespace: str) -> dict[str, Any]:
     }
 
 
+def _session(limit: int) -> aiohttp.ClientSession:
+    """A session to the webhook server (its certificate is the operator's own)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=limit))
+
+
+async def _review_once(
+    session: aiohttp.ClientSession, port: int, index: int, latencies: list[float]
+) -> None:
+    """Send one review and record its latency."""
+    started = time.monotonic()
+    async with session.post(
+        f"https://127.0.0.1:{port}{PATH}", json=_review(index, "bench")
+    ) as response:
+        body = await response.json()
+    assert "response" in body, body
+    latencies.append(time.monotonic() - started)
+
+
 async def _load(
     port: int, *, concurrency: int, requests: int | None, until: asyncio.Event | None = None
 ) -> list[float]:
     """Latencies of `requests` reviews sent `concurrency` at a time (or until `until`)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
     latencies: list[float] = []
     counter = iter(range(10**9))
 
@@ -130,16 +148,9 @@ async def _load(
                 return
             if until is not None and until.is_set():
                 return
-            started = time.monotonic()
-            async with session.post(
-                f"https://127.0.0.1:{port}{PATH}", json=_review(index, "bench")
-            ) as response:
-                body = await response.json()
-            assert "response" in body, body
-            latencies.append(time.monotonic() - started)
+            await _review_once(session, port, index, latencies)
 
-    connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with _session(concurrency) as session:
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
     return latencies
 
@@ -291,26 +302,12 @@ def _reconcile_burst(
 async def _load_at_rate(port: int, *, rate: float, until: asyncio.Event) -> list[float]:
     """Latencies of reviews sent `rate` a second (each on its own, not waiting for the
     others) until `until`."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
     latencies: list[float] = []
-
-    async def one(session: aiohttp.ClientSession, index: int) -> None:
-        started = time.monotonic()
-        async with session.post(
-            f"https://127.0.0.1:{port}{PATH}", json=_review(index, "bench")
-        ) as response:
-            body = await response.json()
-        assert "response" in body, body
-        latencies.append(time.monotonic() - started)
-
-    connector = aiohttp.TCPConnector(ssl=context, limit=0)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with _session(0) as session:
         sent: list[asyncio.Task[None]] = []
         start = time.monotonic()
         while not until.is_set():
-            sent.append(asyncio.create_task(one(session, len(sent))))
+            sent.append(asyncio.create_task(_review_once(session, port, len(sent), latencies)))
             next_at = start + len(sent) / rate
             await asyncio.sleep(max(0.0, next_at - time.monotonic()))
         await asyncio.gather(*sent)
