@@ -207,7 +207,6 @@ def _warm_runners(
             webhook,
             base=run_dir / "webhooks",
             run_env=env,
-            environ=env,
             verbosity=options.verbosity,
         )
         warm.add(warmtargets.warm_key(webhook), target)

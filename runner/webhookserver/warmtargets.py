@@ -45,25 +45,25 @@ def target(
     *,
     base: Path,
     run_env: Mapping[str, str],
-    environ: Mapping[str, str],
     verbosity: int,
 ) -> WarmTarget:
     """Write the webhook's warm directory under `base` (the webhook runs' base directory)
-    and describe its warm runner. `run_env`: the backend's environment for a run."""
+    and describe its warm runner. `run_env`: the backend's environment for a run, which
+    also decides the inventory line and the roles path, as a full run's does."""
     directory = inputs.private_data_dir(base, webhook.gvk, webhook.type, "warm")
     env = {key: value for key, value in run_env.items() if key not in _DROPPED}
     # A full run's fact cache is a directory of that run (so empty at its start): here
     # the memory cache of each request's variable manager.
     env["ANSIBLE_CACHE_PLUGIN"] = "memory"
     hosts = directory / inputs.HOSTS_FILE
-    _write(hosts, inputs.hosts_line(environ))
+    _write(hosts, inputs.hosts_line(run_env))
     project = directory / "project"
     project.mkdir(parents=True, exist_ok=True)
     if webhook.role is not None:
         playbook = directory / inputs.ROLE_PLAYBOOK
         _write(playbook, json.dumps(inputs.role_playbook(webhook.role, environ=env)))
         env["ANSIBLE_ROLES_PATH"] = inputs.roles_path(
-            webhook.role, data_dir=directory, environ=environ
+            webhook.role, data_dir=directory, environ=run_env
         )
     else:
         assert webhook.playbook is not None  # guaranteed by the declaration

@@ -264,7 +264,7 @@ def _warm_for(
 ) -> WarmRunners:
     warm = WarmRunners(max_processes=processes, logger=log)
     for webhook in webhooks:
-        target = warmtargets.target(webhook, base=base, run_env=env, environ=env, verbosity=0)
+        target = warmtargets.target(webhook, base=base, run_env=env, verbosity=0)
         warm.add(warmtargets.warm_key(webhook), target)
     return warm
 
