@@ -50,6 +50,12 @@ _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 Query = list[tuple[str, str]]
 
 
+# What `metadata_only` asks for: the objects as PartialObjectMetadata (metadata alone, no
+# spec or status), so a cache that reads only names, labels and resourceVersions stays small.
+_METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+_METADATA_OBJECT = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+
+
 class KubeClient:
     """Raw-JSON access to one API server; create with `await KubeClient.connect()`."""
 
@@ -272,10 +278,12 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int = 500,
+        metadata_only: bool = False,
     ) -> tuple[list[dict[str, Any]], str]:
         """All objects of `gvk` in `namespace` (None: all namespaces), fetched in pages
         of `limit`, each with apiVersion and kind filled in; and the list's
-        resourceVersion to watch from. Raises Gone when a continue token expires."""
+        resourceVersion to watch from. Raises Gone when a continue token expires.
+        `metadata_only`: each object is its metadata alone."""
         res = await self.resource(gvk)
         path = res.path(namespace=namespace)
         items: list[dict[str, Any]] = []
@@ -289,8 +297,12 @@ class KubeClient:
                 query.append(("fieldSelector", field_selector))
             if token:
                 query.append(("continue", token))
-            page = await self._json("GET", path, query=query)
+            accept = _METADATA_LIST if metadata_only else "application/json"
+            page = await self._json("GET", path, query=query, accept=accept)
             for item in page.get("items") or []:
+                if metadata_only:
+                    item.pop("apiVersion", None)  # PartialObjectMetadata's, not the kind's
+                    item.pop("kind", None)
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
                 items.append(item)
@@ -307,12 +319,14 @@ class KubeClient:
         resource_version: str | None,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        metadata_only: bool = False,
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         """Yield (type, object) for each event after `resource_version`: ADDED, MODIFIED,
         DELETED and BOOKMARK. Ends when the server closes the watch (after about
         `timeout_seconds`); raises Gone when the resourceVersion is too old and the other
         APIErrors on failures. Close the iterator (`contextlib.aclosing`) when leaving
-        early, to free the connection."""
+        early, to free the connection. `metadata_only`: each object is its metadata
+        alone, with the kind's apiVersion and kind."""
         res = await self.resource(gvk)
         query: Query = [
             ("watch", "true"),
@@ -326,7 +340,10 @@ class KubeClient:
         # The server ends the watch after timeout_seconds; the read timeout only catches
         # a connection that silently died.
         timeout = aiohttp.ClientTimeout(connect=15, sock_read=timeout_seconds + 30)
-        response = await self._send("GET", res.path(namespace=namespace), query, timeout=timeout)
+        accept = _METADATA_OBJECT if metadata_only else "application/json"
+        response = await self._send(
+            "GET", res.path(namespace=namespace), query, timeout=timeout, accept=accept
+        )
         try:
             if response.status >= 400:
                 raise from_response(response.status, await _read(response))
@@ -353,6 +370,8 @@ class KubeClient:
                     continue
                 if kind == "ERROR":
                     raise from_status(int(obj.get("code") or 500), obj)
+                if metadata_only:
+                    obj["apiVersion"], obj["kind"] = res.api_version, res.kind
                 yield kind, obj
         finally:
             if response.content.at_eof():
@@ -434,6 +453,7 @@ class KubeClient:
         *,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
         timeout: aiohttp.ClientTimeout = _REQUEST_TIMEOUT,
     ) -> aiohttp.ClientResponse:
         try:
@@ -441,7 +461,7 @@ class KubeClient:
                 path,
                 method,
                 query_params=query,
-                header_params={"Accept": "application/json", "Content-Type": content_type},
+                header_params={"Accept": accept, "Content-Type": content_type},
                 body=body,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
@@ -459,8 +479,11 @@ class KubeClient:
         query: Query | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> dict[str, Any]:
-        response = await self._send(method, path, query or [], body=body, content_type=content_type)
+        response = await self._send(
+            method, path, query or [], body=body, content_type=content_type, accept=accept
+        )
         data = await _read(response)
         if response.status >= 400:
             raise from_response(response.status, data)

@@ -264,6 +264,9 @@ class Sharder:
                 namespaces=self._namespaces,
                 label_selector=selector,
                 on_event=functools.partial(self._on_unowned, gvk),
+                # Claiming reads labels and the resourceVersion only; whole objects
+                # would make every replica hold all CRs while none is claimed yet.
+                metadata_only=True,
             )
             task = asyncio.create_task(informer.run(), name=f"unowned-{gvk.kind}")
             self._unowned[gvk] = (informer, task, selector)

@@ -318,6 +318,36 @@ async def test_label_selector(kube: KubeClient, namespace: str) -> None:
     assert seen.names() == [("ADDED", f"{namespace}/ours")]
 
 
+async def test_metadata_only_keeps_metadata_and_no_spec(kube: KubeClient, namespace: str) -> None:
+    await kube.create(MEMCACHED, memcached("listed", labels={"team": "a"}), namespace=namespace)
+    seen = Recorder()
+    informer = Informer(kube, MEMCACHED, namespaces=[namespace], on_event=seen, metadata_only=True)
+    async with running(informer):
+        await kube.create(MEMCACHED, memcached("watched", size=3), namespace=namespace)
+        await eventually(lambda: len(seen.events) == 2, what="the watched object")
+        await kube.patch(
+            MEMCACHED, name="watched", namespace=namespace,
+            body={"metadata": {"labels": {"team": "b"}}},
+        )  # fmt: skip
+
+        def relabelled() -> bool:
+            obj = informer.get(NamespacedName(namespace, "watched"))
+            return obj is not None and obj["metadata"].get("labels") == {"team": "b"}
+
+        await eventually(relabelled, what="the label change")
+    server_copy = await kube.get(MEMCACHED, name="watched", namespace=namespace)
+    assert seen.names()[:2] == [("ADDED", f"{namespace}/listed"), ("ADDED", f"{namespace}/watched")]
+    for _, _, obj, _ in seen.events:  # from the list and from the watch alike
+        assert set(obj) == {"apiVersion", "kind", "metadata"}, obj
+        assert (obj["apiVersion"], obj["kind"]) == (MEMCACHED.api_version, "Memcached")
+        assert "managedFields" not in obj["metadata"]
+    listed = seen.events[0][2]["metadata"]
+    assert listed["labels"] == {"team": "a"} and listed["resourceVersion"]
+    stored = informer.get(NamespacedName(namespace, "watched"))
+    assert stored is not None
+    assert stored["metadata"]["resourceVersion"] == server_copy["metadata"]["resourceVersion"]
+
+
 async def test_watch_restarts_after_server_timeouts(
     kube: KubeClient, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
