@@ -8,10 +8,11 @@ replica — what a `kill -9` of one costs: the time until all its keys carry ano
 member's label, and until each was reconciled by its new owner.
 
 Usage: .venv/bin/python bench/sharding.py --kubeconfig PATH [--count 10000]
-       [--replicas 1,3] [--timeout 3600] [--gather-facts]
+       [--replicas 1,3] [--timeout 3600] [--gather-facts] [--spec-bytes 0]
 
 The replicas run with `ANSIBLE_GATHERING=explicit`, as the scaffolded manager's
-Deployment sets it, unless `--gather-facts` is given.
+Deployment sets it, unless `--gather-facts` is given. Each CR's spec is `{index: N}`;
+`--spec-bytes B` adds about B bytes of settings (16 strings), for CRs of a real size.
 
 Uses a namespace and a CRD of its own on the cluster the kubeconfig names, and removes
 both at the end.
@@ -237,13 +238,19 @@ def successful(item: dict[str, Any]) -> bool:
     return any(c.get("type") == "Successful" and c.get("status") == "True" for c in conditions)
 
 
-def create_crs(crs: client.CustomObjectsApi, namespace: str, count: int) -> None:
+def create_crs(
+    crs: client.CustomObjectsApi, namespace: str, count: int, *, spec_bytes: int = 0
+) -> None:
     def create(index: int) -> None:
+        spec: dict[str, Any] = {"index": index}
+        if spec_bytes > 0:
+            value = f"{index:05d}".ljust(max(spec_bytes // 16, 5), "x")
+            spec["settings"] = {f"setting{n:02d}": value for n in range(16)}
         body = {
             "apiVersion": f"{GROUP}/v1alpha1",
             "kind": KIND,
             "metadata": {"name": f"load-{index:05d}"},
-            "spec": {"index": index},
+            "spec": spec,
         }
         crs.create_namespaced_custom_object(GROUP, "v1alpha1", namespace, PLURAL, body)
 
@@ -260,6 +267,7 @@ def run(
     work: Path,
     kill: bool = True,
     gather_facts: bool = False,
+    spec_bytes: int = 0,
 ) -> dict[str, Any]:
     core, crs = client.CoreV1Api(), client.CustomObjectsApi()
     namespace = f"shardbench-{uuid.uuid4().hex[:6]}"
@@ -267,10 +275,15 @@ def run(
     project = project_dir(work)
     started: list[Replica] = []
     stop = threading.Event()
-    figures: dict[str, Any] = {"replicas": replicas, "count": count, "gather_facts": gather_facts}
+    figures: dict[str, Any] = {
+        "replicas": replicas,
+        "count": count,
+        "gather_facts": gather_facts,
+        "spec_bytes": spec_bytes,
+    }
     try:
         began = time.monotonic()
-        create_crs(crs, namespace, count)
+        create_crs(crs, namespace, count, spec_bytes=spec_bytes)
         log(f"{count} CRs created in {time.monotonic() - began:.0f} s")
         start = time.monotonic()
         started = [
@@ -377,6 +390,12 @@ def main() -> int:
         action="store_true",
         help="let the no-op role's play gather facts (the scaffolded manager turns it off)",
     )
+    parser.add_argument(
+        "--spec-bytes",
+        type=int,
+        default=0,
+        help="add about this many bytes of settings to each CR's spec (default: none)",
+    )
     args = parser.parse_args()
     config.load_kube_config(config_file=str(args.kubeconfig))
     install_crd(client.ApiextensionsV1Api())
@@ -393,6 +412,7 @@ def main() -> int:
                     work=work,
                     kill=not args.no_kill,
                     gather_facts=args.gather_facts,
+                    spec_bytes=args.spec_bytes,
                 )
             )
             print(json.dumps(results[-1], indent=2), flush=True)
