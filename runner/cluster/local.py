@@ -30,6 +30,9 @@ from runner.progress import Ticker
 
 Progress = Callable[[str], None]
 
+# A few seconds on an idle machine; a CI machine busy with parallel tests has needed
+# more than 60 s for the post-start hooks (RBAC bootstrap, priority classes).
+APISERVER_READY_S = 180.0
 _STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
 
 
@@ -272,7 +275,12 @@ class LocalCluster:
         progress(f"restarting kube-apiserver with {flag}")
         process.stop(running, grace=10)
         restarted = self._launch(state, "kube-apiserver", [*argv, flag])
-        process.wait_until_ready(restarted, self.apiserver(state), "/readyz", timeout=60)
+        self._wait_for_apiserver(restarted, state)
+
+    def _wait_for_apiserver(self, running: process.RunningProcess, state: ClusterState) -> None:
+        process.wait_until_ready(
+            running, self.apiserver(state), "/readyz", timeout=APISERVER_READY_S
+        )
 
     def _write_kubeconfig(self, state: ClusterState, pki: PKI) -> None:
         config = admin_kubeconfig(
@@ -321,8 +329,8 @@ class LocalCluster:
 
         progress("starting kube-apiserver")
         apiserver = self._launch(state, "kube-apiserver", plane.apiserver())
+        self._wait_for_apiserver(apiserver, state)
         api = self.apiserver(state)
-        process.wait_until_ready(apiserver, api, "/readyz", timeout=60)
 
         progress("starting kube-controller-manager, kube-scheduler, kwok")
         kcm = self._launch(state, "kube-controller-manager", plane.controller_manager())
@@ -392,7 +400,7 @@ class LocalCluster:
         time.sleep(seconds)
         restarted = self._launch(state, name, argv)
         if name == "kube-apiserver":
-            process.wait_until_ready(restarted, self.apiserver(state), "/readyz", timeout=60)
+            self._wait_for_apiserver(restarted, state)
 
     def down(self, *, keep: bool = False, progress: Progress = print) -> list[str]:
         """Stop exactly what `up` started, newest first; remove the state unless `keep`."""

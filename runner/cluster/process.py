@@ -232,6 +232,21 @@ def wait_until_ready(
     if poll_while_running(process, lambda: endpoint.ok(path), timeout=timeout):
         return
     raise ClusterError(
-        f"{process.name} did not answer {endpoint.url}{path} within {timeout:.0f} s; "
-        f"last lines of {process.log}:\n{log_tail(process.log)}"
+        f"{process.name} did not answer {endpoint.url}{path} within {timeout:.0f} s"
+        f"{failing_checks(endpoint, path)}; last lines of {process.log}:\n{log_tail(process.log)}"
     )
+
+
+def failing_checks(endpoint: Endpoint, path: str) -> str:
+    """The checks a Kubernetes-style health endpoint reports failing (its `?verbose`
+    lines that start with `[-]`), as " (failing: a, b)", or "" when it cannot tell."""
+    try:
+        _, body = endpoint.request(f"{path}?verbose", timeout=5.0)
+    except (OSError, urllib.error.URLError):
+        return ""
+    failing = [
+        line[3:].split(" ", 1)[0]
+        for line in body.decode(errors="replace").splitlines()
+        if line.startswith("[-]")
+    ]
+    return f" (failing: {', '.join(failing)})" if failing else ""

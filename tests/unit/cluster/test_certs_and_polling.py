@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,6 +64,44 @@ def test_poll_returns_once_ready(sleeper: process.RunningProcess) -> None:
 
 def test_poll_gives_up_after_the_timeout(sleeper: process.RunningProcess) -> None:
     assert not process.poll_while_running(sleeper, lambda: False, timeout=0.2, interval=0.01)
+
+
+class _NotReady(http.server.BaseHTTPRequestHandler):
+    """Answers like a kube-apiserver whose RBAC bootstrap has not finished."""
+
+    def do_GET(self) -> None:
+        body = b"readyz check failed"
+        if self.path == "/readyz?verbose":
+            body = (
+                b"[+]ping ok\n[+]etcd ok\n[-]poststarthook/rbac/bootstrap-roles failed: "
+                b"not finished\n[-]informer-sync failed: 1 informer not started\n"
+            )
+        self.send_response(500)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_timeout_names_the_failing_checks(sleeper: process.RunningProcess) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotReady)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = process.Endpoint(f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        with pytest.raises(ClusterError) as failed:
+            process.wait_until_ready(sleeper, endpoint, "/readyz", timeout=0.3)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert str(failed.value).startswith(
+        f"sleeper did not answer {endpoint.url}/readyz within 0 s "
+        "(failing: poststarthook/rbac/bootstrap-roles, informer-sync); last lines of "
+    )
+    assert str(failed.value).endswith("sleeper.log:\nlast words")
+    # an endpoint that is gone adds nothing rather than hiding the log
+    assert process.failing_checks(endpoint, "/readyz") == ""
 
 
 def test_poll_fails_with_the_log_when_the_process_exits(tmp_path: Path) -> None:
