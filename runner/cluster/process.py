@@ -194,8 +194,10 @@ class Endpoint:
             return int(err.code), err.read()
 
     def ok(self, path: str) -> bool:
+        # Generous: an API server starved of CPU while it bootstraps can take seconds to
+        # answer, and a shorter timeout would count every answer as "not ready".
         try:
-            status, _ = self.request(path, timeout=1.0)
+            status, _ = self.request(path, timeout=5.0)
         except (OSError, urllib.error.URLError):
             return False
         return status == 200
