@@ -62,6 +62,7 @@ SLOW_FINALIZER = """
 RUN_LINE = re.compile(r"^reconcile (?P<kind>\w+) (?P<key>\S+): (?P<what>.*)$")
 MEMBER = re.compile(r"joining the ring \S+ as member ([a-z0-9-]+)")
 HANDOFF_LINE = re.compile(r"^handed \w+ (?P<key>\S+) off to ")
+DRAINING_LINE = re.compile(r"^draining \w+ (?P<key>\S+): waiting for its run to finish$")
 
 
 @pytest.fixture(scope="module")
@@ -117,15 +118,16 @@ def _assert_no_overlaps(logs: dict[str, str], killed_at: dict[str, datetime]) ->
     assert not overlaps, overlaps[:5]
 
 
-def _handoffs(log: str) -> dict[str, datetime]:
-    """namespace/name -> when the replica logged handing it off (the last time)."""
+def _logged(log: str, pattern: re.Pattern[str]) -> dict[str, datetime]:
+    """namespace/name (the pattern's `key`) -> when the replica last logged a line
+    matching `pattern` for it."""
     found = {}
     for line in log.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        match = HANDOFF_LINE.match(str(entry.get("msg", "")))
+        match = pattern.match(str(entry.get("msg", "")))
         if match is not None:
             found[match["key"]] = datetime.fromisoformat(entry["ts"])
     return found
@@ -535,16 +537,19 @@ def test_sigterm_hands_every_key_off_before_the_replica_exits(
         for name in ("b", "c"):
             assert "took over" not in replicas[name].log(), "a key was claimed, not handed"
         # The keys not in flight moved at once: before the run that had just started
-        # ended (the old way, every key waited for the last run in flight).
+        # ended (the old way, every key waited for the last run in flight). In flight:
+        # as the replica saw it when it began to leave (it logs waiting for their runs);
+        # on a busy machine a run can still start between the signal and its handling.
         spans = _runs(replicas["a"].log())
+        waited = _logged(replicas["a"].log(), DRAINING_LINE)
         busy = {
             key[1]: ended
             for key, found in spans.items()
-            for started, ended in found
-            if started < signalled_at and (ended is None or ended > signalled_at)
+            for _, ended in found
+            if key[1] in waited and (ended is None or ended > signalled_at)
         }
         last_end = max(ended for ended in busy.values() if ended is not None)
-        handed_at = _handoffs(replicas["a"].log())
+        handed_at = _logged(replicas["a"].log(), HANDOFF_LINE)
         idle = [f"{namespace}/{name}" for name in wanted if f"{namespace}/{name}" not in busy]
         print(
             f"{len(idle)} idle keys handed off within "
