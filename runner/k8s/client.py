@@ -286,6 +286,7 @@ class KubeClient:
         `metadata_only`: each object is its metadata alone."""
         res = await self.resource(gvk)
         path = res.path(namespace=namespace)
+        accept = _METADATA_LIST if metadata_only else "application/json"
         items: list[dict[str, Any]] = []
         token = ""
         resource_version = ""
@@ -297,12 +298,10 @@ class KubeClient:
                 query.append(("fieldSelector", field_selector))
             if token:
                 query.append(("continue", token))
-            accept = _METADATA_LIST if metadata_only else "application/json"
             page = await self._json("GET", path, query=query, accept=accept)
             for item in page.get("items") or []:
-                if metadata_only:
-                    item.pop("apiVersion", None)  # PartialObjectMetadata's, not the kind's
-                    item.pop("kind", None)
+                if metadata_only:  # replace PartialObjectMetadata's with the kind's
+                    item["apiVersion"], item["kind"] = res.api_version, res.kind
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
                 items.append(item)
