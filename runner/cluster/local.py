@@ -275,9 +275,10 @@ class LocalCluster:
         progress(f"restarting kube-apiserver with {flag}")
         process.stop(running, grace=10)
         restarted = self._launch(state, "kube-apiserver", [*argv, flag])
-        self._wait_for_apiserver(restarted, state)
+        self.wait_for_apiserver(restarted, state)
 
-    def _wait_for_apiserver(self, running: process.RunningProcess, state: ClusterState) -> None:
+    def wait_for_apiserver(self, running: process.RunningProcess, state: ClusterState) -> None:
+        """Until `running` (the API server) answers /readyz; fail with its log if it exits."""
         process.wait_until_ready(
             running, self.apiserver(state), "/readyz", timeout=APISERVER_READY_S
         )
@@ -329,7 +330,7 @@ class LocalCluster:
 
         progress("starting kube-apiserver")
         apiserver = self._launch(state, "kube-apiserver", plane.apiserver())
-        self._wait_for_apiserver(apiserver, state)
+        self.wait_for_apiserver(apiserver, state)
         api = self.apiserver(state)
 
         progress("starting kube-controller-manager, kube-scheduler, kwok")
@@ -400,7 +401,7 @@ class LocalCluster:
         time.sleep(seconds)
         restarted = self._launch(state, name, argv)
         if name == "kube-apiserver":
-            self._wait_for_apiserver(restarted, state)
+            self.wait_for_apiserver(restarted, state)
 
     def down(self, *, keep: bool = False, progress: Progress = print) -> list[str]:
         """Stop exactly what `up` started, newest first; remove the state unless `keep`."""

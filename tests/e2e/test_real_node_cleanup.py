@@ -25,7 +25,7 @@ from support.realnode import (
 )
 
 from runner.cluster import egress, machine, process
-from runner.cluster.local import APISERVER_READY_S, LocalCluster
+from runner.cluster.local import LocalCluster
 from runner.cluster.realnode import RealNode
 from runner.errors import ClusterError
 
@@ -175,6 +175,4 @@ def _restart_apiserver_without_address_types(cluster: LocalCluster) -> None:
     )
     state.processes["kube-apiserver"]["pid"] = restarted.pid
     (cluster.state_dir / "state.json").write_text(json.dumps(vars(state)), encoding="utf-8")
-    process.wait_until_ready(
-        restarted, cluster.apiserver(state), "/readyz", timeout=APISERVER_READY_S
-    )
+    cluster.wait_for_apiserver(restarted, state)
