@@ -84,7 +84,7 @@ RUN --mount=type=secret,id=pip.conf --mount=type=secret,id=pip-ca \
     . /tmp/image/pip-env.sh \
  && pip install --no-cache-dir --no-deps /tmp/src \
  && rm -rf /tmp/src /tmp/image \
- && bundled="$(python3 -c 'from runner.collections_path import bundled_collections_path as p; print(p())')" \
+ && bundled="$(python3 -c 'from runner.ansible.bundledcollection import bundled_collections_path as p; print(p())')" \
  && mkdir -p /usr/share/ansible/collections/ansible_collections/operator_sdk \
  && ln -s "${bundled}/ansible_collections/operator_sdk/util" \
       /usr/share/ansible/collections/ansible_collections/operator_sdk/util \

@@ -161,12 +161,13 @@ test-olm-images: venv ## only OLM v0 and v1 from images (a private cluster with 
 test-unit: venv ## only the tests that need no cluster
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-# The inner loop: unit tests and the in-process engine tier (the real engine against the
-# real API server, a scripted Ansible backend); the local cluster is reused or started,
-# or $ANSIBLE_OPERATOR_TEST_KUBECONFIG names another.
+# The inner loop: unit tests and the two in-process tiers against the real API server:
+# the engine with a scripted reconciler, the Ansible operator with a scripted Ansible
+# backend; the local cluster is reused or started, or $ANSIBLE_OPERATOR_TEST_KUBECONFIG
+# names another.
 .PHONY: test-fast
-test-fast: venv ## unit tests + the in-process engine tier (a few minutes; the inner loop)
-	$(BIN)/pytest tests/unit tests/integration/engine $(DURATIONS) $(PYTEST_ARGS)
+test-fast: venv ## unit tests + the in-process engine and operator tiers (the inner loop)
+	$(BIN)/pytest tests/unit tests/integration/engine tests/integration/operator $(DURATIONS) $(PYTEST_ARGS)
 
 .PHONY: cluster-up
 cluster-up: venv ## start the local control plane (builds it the first time)

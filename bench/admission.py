@@ -76,8 +76,8 @@ def _kubeconfig() -> Path:
     given = os.environ.get("ANSIBLE_OPERATOR_TEST_KUBECONFIG")
     if given:
         return Path(given)
-    from runner.cluster.layout import default_state_dir
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.layout import default_state_dir
+    from runner.devtools.cluster.local import LocalCluster
 
     cluster = LocalCluster(default_state_dir())
     cluster.up(progress=lambda m: print(m, file=sys.stderr))

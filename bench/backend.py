@@ -30,10 +30,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from runner.ansible.bundledcollection import bundled_collections_path  # noqa: E402
 from runner.ansible.fastbackend import FastBackend  # noqa: E402
 from runner.ansible.inputs import RunRequest  # noqa: E402
 from runner.ansible.runnerbackend import RunnerBackend  # noqa: E402
-from runner.collections_path import bundled_collections_path  # noqa: E402
 from runner.structs.gvk import GVK  # noqa: E402
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -88,8 +88,8 @@ def _cluster(namespace: str) -> Path:
     import yaml
     from support.operator import install_crd
 
-    from runner.cluster.layout import default_state_dir
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.layout import default_state_dir
+    from runner.devtools.cluster.local import LocalCluster
 
     cluster = LocalCluster(default_state_dir())
     cluster.up(progress=lambda message: print(message, file=sys.stderr))

@@ -25,8 +25,8 @@ from kubernetes import client, config  # noqa: E402
 from support.kube import create_cr, release_custom_resources  # noqa: E402
 from support.operator import OperatorProcess, install_crd  # noqa: E402
 
-from runner.cluster.layout import default_state_dir  # noqa: E402
-from runner.cluster.local import LocalCluster  # noqa: E402
+from runner.devtools.cluster.layout import default_state_dir  # noqa: E402
+from runner.devtools.cluster.local import LocalCluster  # noqa: E402
 
 
 def _peak_rss_kib(pid: int) -> int:

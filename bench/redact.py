@@ -1,6 +1,6 @@
 """Time to mask one megabyte of text, the worst case a log line or a failure message brings.
 
-`runner.redact` runs on the event loop (every log line, every condition and Event
+`runner.util.redact` runs on the event loop (every log line, every condition and Event
 message), so its cost on one large message is the time every controller, the API proxy
 and Lease renewal wait. Prints, per input, the best of `--repeat` timings of
 `redact_text` on the whole megabyte and of `redact_message` (capped first, as the
@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runner.redact import LOG_LIMIT, MESSAGE_LIMIT, redact_message, redact_text  # noqa: E402
+from runner.util.redact import LOG_LIMIT, MESSAGE_LIMIT, redact_message, redact_text  # noqa: E402
 
 SIZE = 1_000_000
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VydmljZWFjY291bnQ.Zm9vYmFy"

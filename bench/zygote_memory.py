@@ -25,9 +25,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from runner.ansible.bundledcollection import bundled_collections_path  # noqa: E402
 from runner.ansible.fastbackend import FastBackend  # noqa: E402
 from runner.ansible.inputs import RunRequest  # noqa: E402
-from runner.collections_path import bundled_collections_path  # noqa: E402
 from runner.structs.gvk import GVK  # noqa: E402
 
 KIND = GVK("bench.example.com", "v1alpha1", "Trivial")
@@ -51,7 +51,7 @@ def _zygotes() -> list[int]:
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        if parent == me and b"runner.ansible.fastbackend.zygote" in cmdline:
+        if parent == me and b"runner.ansible.fastbackend.zygoteprocess" in cmdline:
             found.append(int(entry.name))
     return found
 

@@ -6,8 +6,8 @@
     ├── AnsibleRunError      the Ansible run could not start or report a result
     ├── ProxyError           the API proxy cannot serve
     ├── ClusterError         the local control plane cannot be built, started or stopped
-    ├── OLMError             OLM did not do what it was asked   (runner/olm/api.py)
-    └── APIError             a failed API request               (runner/k8s/errors.py)
+    ├── OLMError             OLM did not do what it was asked   (runner/devtools/olm/steps.py)
+    └── APIError             a failed API request               (runner/k8s/apierrors.py)
         ├── Forbidden        403
         ├── NotFound         404
         ├── Conflict         409: somebody else wrote first; routine, retried quietly

@@ -31,7 +31,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from support import parallel
 
     if not parallel.is_worker() and not os.environ.get("ANSIBLE_OPERATOR_TEST_KUBECONFIG"):
-        from runner.cluster.layout import default_state_dir
+        from runner.devtools.cluster.layout import default_state_dir
 
         parallel.stop_shared_cluster(default_state_dir())
 
@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
         if parts[0] in ("integration", "e2e"):
             item.add_marker(getattr(pytest.mark, parts[0]))
-        if parts[:2] == ("integration", "engine"):
+        if parts[:2] in (("integration", "engine"), ("integration", "operator")):
             item.add_marker(pytest.mark.engine)
     if parallel.is_worker():
         items.sort(key=lambda item: parallel.rank(parallel.module_of(item.nodeid)))
@@ -67,8 +67,8 @@ def kubeconfig() -> Iterator[Path]:
         return
     from support import parallel
 
-    from runner.cluster.layout import default_state_dir
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.layout import default_state_dir
+    from runner.devtools.cluster.local import LocalCluster
 
     if parallel.is_worker():
         yield parallel.shared_cluster(default_state_dir())
@@ -93,7 +93,7 @@ def real_node_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
     kubectl and catatonit) is already on the node."""
     from support.realnode import RealNodeCluster, tools_image_archive
 
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.local import LocalCluster
 
     cluster = LocalCluster(tmp_path_factory.mktemp("real-node-cluster"))
     try:

@@ -17,10 +17,10 @@ from typing import Any
 
 from kubernetes import config
 
-from runner.cluster import build
-from runner.cluster.components import go_ansible_operator
-from runner.cluster.layout import default_state_dir
-from runner.cluster.local import LocalCluster
+from runner.devtools.cluster import build
+from runner.devtools.cluster.components import go_ansible_operator
+from runner.devtools.cluster.layout import default_state_dir
+from runner.devtools.cluster.local import LocalCluster
 
 from . import __doc__ as DESCRIPTION
 from .base import REPO, log

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.cluster.process import free_port
+from runner.devtools.cluster.processes import free_port
 
 from .base import REPO, VENV
 from .sampling import TreeSampler

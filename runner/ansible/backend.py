@@ -29,8 +29,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
+from runner.ansible.jobevents import RunResult
 from runner.ansible.runlog import LogEvents
 from runner.structs.gvk import GVK
 

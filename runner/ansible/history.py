@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from runner.ansible.artifacts import RunInfo, find_data_dirs, read_events, read_stdout
-from runner.ansible.events import FailedTask, no_stats_reason, summarize
+from runner.ansible.jobevents import FailedTask, no_stats_reason, summarize
 from runner.ansible.rundir import process_dirs
 
 __all__ = [

@@ -85,7 +85,7 @@ class RunRequest:
     """Everything one Ansible run of one CR depends on.
 
     Exactly one of `role` (a role directory) or `playbook` (a playbook file) is given, as
-    an absolute path already resolved by the watch (`runner/watches.py`): ansible-playbook
+    an absolute path already resolved by the watch (`runner/watches/model.py`): ansible-playbook
     runs in `project/`, where a relative path would mean something else. `cmdline` is the raw
     `--ansible-args` value; `envvars` are the per-run variables for `env/envvars`.
     `kubeconfig` is the content of the run's own kubeconfig (the API proxy's, naming this

@@ -3,7 +3,7 @@
 Both backends log a run's job events the same way, as the Go operator did: a line per
 task result (`tasks`), every event as JSON (`everything`) or nothing, and with
 `ANSIBLE_DEBUG_LOGS` Ansible's own output. Everything taken from events goes through
-`runner.redact` first: task results hold what modules saw (headers, Secrets, kubeconfig
+`runner.util.redact` first: task results hold what modules saw (headers, Secrets, kubeconfig
 tokens, module passwords).
 """
 
@@ -14,9 +14,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from runner.ansible.events import RunResult, strip_ansi
 from runner.ansible.inputs import RunRequest
-from runner.redact import LOG_LIMIT, redact, redact_message, redact_text
+from runner.ansible.jobevents import RunResult, strip_ansi
+from runner.util.redact import LOG_LIMIT, redact, redact_message, redact_text
 
 __all__ = ["LogEvents", "RunLog"]
 

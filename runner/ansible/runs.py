@@ -29,12 +29,6 @@ from ansible_runner import Runner, RunnerConfig
 
 from runner.ansible import artifacts, disk
 from runner.ansible.backend import EventCallback, LogEvents, PlaybookStep
-from runner.ansible.events import (
-    NO_STATS_ERROR,
-    EventCollector,
-    RunResult,
-    no_stats_reason,
-)
 from runner.ansible.hooks import payloads
 from runner.ansible.inputs import (
     HOSTS_FILE,
@@ -47,6 +41,7 @@ from runner.ansible.inputs import (
     render_inputs,
     runner_config,
 )
+from runner.ansible.jobevents import NO_STATS_ERROR, EventCollector, RunResult, no_stats_reason
 from runner.ansible.proctree import children, kill_tree
 from runner.ansible.runlog import RunLog
 from runner.errors import AnsibleRunError

@@ -1,9 +1,12 @@
-"""One controller per watch: informer events -> predicates -> work queue -> workers.
+"""One controller per primary kind: informer events -> predicate -> work queue -> workers.
 
-Workers take keys from the queue (a key is never processed twice at once), run the
+Workers take keys from the queue (a key is never processed twice at once), call the
 reconciler inside the global concurrency limit, and apply its outcome to the queue as
 controller-runtime does: Done -> forget the key's backoff; RequeueAfter -> forget and add
 after the delay; Retry -> rate-limited requeue; Terminal -> forget, no requeue.
+
+The controller knows nothing of what a reconcile is: it is given an informer, a
+`Reconciler` (`outcome.py`), and the predicate deciding which events are worth one.
 """
 
 from __future__ import annotations
@@ -11,65 +14,68 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, assert_never
 
-from runner.ansible.backend import AnsibleBackend
-from runner.engine.gate import ReloadGate
-from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, result_label
-from runner.engine.predicates import selected, should_reconcile
+from runner.engine.outcome import (
+    Done,
+    Outcome,
+    Reconciler,
+    RequeueAfter,
+    Retry,
+    Terminal,
+    result_label,
+)
 from runner.engine.queue import WorkQueue
-from runner.engine.reconciler import Reconciler, RunSettings
-from runner.k8s.client import KubeClient
 from runner.k8s.informer import DELETED, Informer
-from runner.observability.events import EventRecorder
-from runner.observability.metrics import ControllerMetrics, OperatorMetrics
-from runner.structs import NamespacedName
+from runner.observability.metrics import ControllerMetrics
+from runner.structs import GVK, NamespacedName
 from runner.structs.bodies import object_key
-from runner.watches import Watch
 
 log = logging.getLogger("ansible-operator.controller")
 
+EventPredicate = Callable[[str, Mapping[str, Any], Mapping[str, Any] | None], bool]
+"""Whether an informer event (type, new object, old object) deserves a reconcile."""
+
+ObjectFilter = Callable[[Mapping[str, Any]], bool]
+"""Whether an object is one the controller reconciles at all (its selector)."""
+
+
+class Gate(Protocol):
+    """Held before each reconcile, outside the concurrency limit (live reload closes it
+    while the files a reconcile reads are being edited)."""
+
+    async def wait(self) -> None: ...
+
 
 class Controller:
-    """Watches one primary GVK and keeps its CRs reconciled."""
+    """Watches one primary GVK and keeps its objects reconciled."""
 
     def __init__(
         self,
         *,
-        watch: Watch,
-        client: KubeClient,
-        backend: AnsibleBackend,
-        settings: RunSettings,
-        namespaces: Sequence[str] | None,
+        name: str,
+        gvk: GVK,
+        informer: Informer,
+        reconciler: Reconciler,
+        workers: int = 1,
+        predicate: EventPredicate | None = None,
+        selects: ObjectFilter | None = None,
+        gate: Gate | None = None,
         global_limit: asyncio.Semaphore | None = None,
-        metrics: OperatorMetrics | None = None,
-        events: EventRecorder | None = None,
+        metrics: ControllerMetrics | None = None,
     ) -> None:
-        self.watch = watch
-        self.name = f"{watch.gvk.kind}-{watch.gvk.version}-controller".lower()
-        self._workers = max(1, watch.max_concurrent_reconciles)
-        self._operator_metrics = metrics
-        self._metrics: ControllerMetrics | None = (
-            metrics.controller(self.name, workers=self._workers) if metrics else None
-        )
-        self.queue: WorkQueue[NamespacedName] = WorkQueue(metrics=self._metrics)
-        # Live reload holds new runs here while it checks an edit of the watch's files.
-        self.gate = ReloadGate(self.name)
-        # The selector is applied by the predicates (as the original does), so the
-        # informer sees every object and notices labels that start to match.
-        self.informer = Informer(
-            client, watch.gvk, namespaces=namespaces, label_selector=None, on_event=self._on_event
-        )
-        self.reconciler = Reconciler(
-            watch=watch,
-            client=client,
-            backend=backend,
-            settings=settings,
-            read=self.informer.get,
-            events=events,
-            gate=self.gate,
-        )
+        self.name = name
+        self.gvk = gvk
+        self._workers = max(1, workers)
+        self._metrics = metrics
+        self.queue: WorkQueue[NamespacedName] = WorkQueue(metrics=metrics)
+        self.gate = gate
+        self.informer = informer
+        informer.add_handler(self._on_event)
+        self.reconciler = reconciler
+        self._predicate = predicate
+        self._selects = selects
         self._global_limit = global_limit
         self._tasks: list[asyncio.Task[None]] = []
         self.active = 0
@@ -79,18 +85,12 @@ class Controller:
         requeueing it (sharding: the key is being handed over to another replica)."""
 
     def _on_event(self, event: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if self._operator_metrics is not None:
+        if self._metrics is not None:
             if event == DELETED:
-                self._operator_metrics.resource_deleted(self.watch.gvk, new)
+                self._metrics.resource_deleted(new)
             else:
-                self._operator_metrics.resource_seen(self.watch.gvk, new)
-        if should_reconcile(
-            event,
-            new,
-            old,
-            selector=self.watch.selector,
-            watch_annotations=self.watch.watch_annotations_changes,
-        ):
+                self._metrics.resource_seen(new)
+        if self._predicate is None or self._predicate(event, new, old):
             self.queue.add(object_key(new))
 
     async def start(self) -> None:
@@ -108,7 +108,8 @@ class Controller:
         while True:
             key = await self.queue.get()
             try:
-                await self.gate.wait()
+                if self.gate is not None:
+                    await self.gate.wait()
                 if self._global_limit is None:
                     outcome = await self._admitted(key)
                 else:
@@ -130,19 +131,15 @@ class Controller:
             outcome = await self.reconciler.reconcile(key)
         except asyncio.CancelledError:
             raise
-        except Exception as err:  # a bug; a broken CR must never stop the controller
-            log.exception("reconcile of %s %s raised", self.watch.gvk.kind, key)
+        except Exception as err:  # a bug; a broken object must never stop the controller
+            log.exception("reconcile of %s %s raised", self.gvk.kind, key)
             outcome = Retry(f"{type(err).__name__}: {err}")
         finally:
             self.active -= 1
             self.reconciles += 1
             if self._metrics is not None:
                 self._metrics.finished(
-                    self.watch.gvk,
-                    started,
-                    result=result_label(outcome),
-                    manages_status=self.watch.manage_status,
-                    terminal=isinstance(outcome, Terminal),
+                    started, result=result_label(outcome), terminal=isinstance(outcome, Terminal)
                 )
         return outcome
 
@@ -159,17 +156,19 @@ class Controller:
                 log.log(
                     logging.DEBUG if routine else logging.INFO,
                     "requeue %s %s in %.1f s after %s (retry %d)",
-                    self.watch.gvk.kind,
+                    self.gvk.kind,
                     key,
                     delay,
                     "a conflict" if routine else "error",
                     self.queue.num_requeues(key),
                 )
+            case _:
+                assert_never(outcome)
 
     def enqueue_all(self) -> None:
-        """Reconcile again every known CR the watch's selector selects (its role changed)."""
+        """Reconcile again every known object the controller selects (its logic changed)."""
         for obj in self.informer.list():
-            if selected(obj, self.watch.selector):
+            if self._selects is None or self._selects(obj):
                 self.queue.add(object_key(obj))
 
     async def stop(self, *, timeout: float, cut_off: asyncio.Event | None = None) -> None:

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from runner.k8s.apierrors import APIError, Conflict, NotFound
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.structs import GVK
 
 log = logging.getLogger("ansible-operator.leader")

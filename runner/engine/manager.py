@@ -1,4 +1,4 @@
-"""The Manager owns the controllers of every watch, leadership, and the graceful stop.
+"""The Manager runs the controllers, owns leadership and the graceful stop.
 
 Without leader election the controllers start at once. With it, the manager first waits
 for the Lease; a standby runs nothing but the election. Losing the Lease stops every
@@ -15,48 +15,26 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
-from runner.ansible.backend import AnsibleBackend
 from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector
-from runner.engine.reconciler import RunSettings
-from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError, Conflict, NotFound
-from runner.observability.events import EventRecorder
-from runner.observability.metrics import OperatorMetrics
-from runner.structs import GVK, NamespacedName, bodies
-from runner.structs.bodies import object_key
-from runner.watches import Watch
+from runner.structs import GVK, NamespacedName
 
 log = logging.getLogger("ansible-operator.manager")
 
 
 class Manager:
-    """Starts one controller per watch; `run()` returns after `stop` is set."""
+    """Runs the controllers it is given; `run()` returns after `stop` is set."""
 
     def __init__(
         self,
         *,
-        client: KubeClient,
-        watches: Sequence[Watch],
-        backend: AnsibleBackend,
-        settings: RunSettings,
-        namespaces: Sequence[str] | None,
-        max_workers: int = 0,
+        controllers: Sequence[Controller],
         graceful_shutdown_timeout: float = 30.0,
-        metrics: OperatorMetrics | None = None,
-        events: EventRecorder | None = None,
         leader: LeaderElector | None = None,
     ) -> None:
         self._graceful = graceful_shutdown_timeout
         self._leader = leader
         self._started = False
-        self._client = client
-        self._backend = backend
-        self._settings = settings
-        self._namespaces = namespaces
-        self._limit = asyncio.Semaphore(max_workers) if max_workers > 0 else None
-        self._metrics = metrics
-        self._events = events
         self.before_stop: Callable[[float], Awaitable[None]] | None = None
         """Awaited after the stop with the grace period, while the Lease is held and the
         controllers still run (a sharded replica hands its keys off)."""
@@ -64,33 +42,20 @@ class Manager:
         """Called with every controller before it starts (the proxy shares its cache)."""
         self.on_controller_stopped: Callable[[Controller], None] = lambda _controller: None
         """Called with every controller a live reload stops, as it starts stopping."""
-        self.controllers = [self._make(watch) for watch in watches]
-
-    def _make(self, watch: Watch) -> Controller:
-        return Controller(
-            watch=watch,
-            client=self._client,
-            backend=self._backend,
-            settings=self._settings,
-            namespaces=self._namespaces,
-            global_limit=self._limit,
-            metrics=self._metrics,
-            events=self._events,
-        )
+        self.controllers = list(controllers)
 
     def controller(self, gvk: GVK) -> Controller | None:
-        return next((c for c in self.controllers if c.watch.gvk == gvk), None)
+        return next((c for c in self.controllers if c.gvk == gvk), None)
 
-    async def add(self, watch: Watch) -> None:
-        """Start reconciling a new watch (live reload)."""
-        controller = self._make(watch)
+    async def add(self, controller: Controller) -> None:
+        """Start running a new controller (live reload)."""
         self.controllers.append(controller)
         if self._started:
             self.on_controller(controller)
             await controller.start()
 
     async def remove(self, gvk: GVK) -> None:
-        """Stop reconciling `gvk`; runs in flight finish first. Its CRs stay as they are."""
+        """Stop the controller of `gvk`; reconciles in flight finish first."""
         controller = self.controller(gvk)
         if controller is None:
             return
@@ -98,76 +63,15 @@ class Manager:
         self.on_controller_stopped(controller)
         await controller.stop(timeout=self._graceful)
 
-    async def replace(self, watch: Watch) -> None:
-        """Restart the controller of `watch.gvk` with new settings."""
-        await self.remove(watch.gvk)
-        await self.add(watch)
-
-    async def release_finalizer(
-        self, gvk: GVK, finalizer: str, *, only_deleting: bool
-    ) -> list[NamespacedName]:
-        """Remove `finalizer`, which no watch handles any more (live reload), from the CRs
-        of `gvk`: nothing else would, and a CR being deleted would stay Terminating for
-        ever. `only_deleting`: CRs not being deleted keep it (their watch was removed and
-        may come back)."""
-        released: list[NamespacedName] = []
-        namespaces: Sequence[str | None] = self._namespaces or [None]
-        for namespace in namespaces:
-            try:
-                items, _ = await self._client.list(gvk, namespace=namespace or None)
-            except APIError as err:
-                log.error("cannot release finalizer %s of %s: %s", finalizer, gvk.kind, err)
-                continue
-            for obj in items:
-                deleting = bool(bodies.deletion_timestamp(obj))
-                if (deleting or not only_deleting) and finalizer in bodies.finalizers(obj):
-                    key = object_key(obj)
-                    if await self._drop_finalizer(gvk, obj, finalizer):
-                        released.append(key)
-        if released:
-            log.warning(
-                "removed finalizer %s from %d %s%s, without running its role: no watch in "
-                "watches.yaml handles it any more: %s",
-                finalizer,
-                len(released),
-                gvk.kind,
-                " being deleted" if only_deleting else "",
-                ", ".join(str(key) for key in released),
-            )
-        return released
-
-    async def _drop_finalizer(self, gvk: GVK, obj: dict[str, Any], finalizer: str) -> bool:
-        key = object_key(obj)
-        name, namespace = key.name, key.namespace or None
-        for _ in range(5):
-            finalizers = bodies.finalizers(obj)
-            if finalizer not in finalizers:
-                return False
-            # The resourceVersion makes the patch fail on a concurrent change rather than
-            # drop someone else's finalizer.
-            kept = [f for f in finalizers if f != finalizer]
-            body = {
-                "metadata": {"finalizers": kept, "resourceVersion": bodies.resource_version(obj)}
-            }
-            try:
-                await self._client.patch(gvk, name=name, namespace=namespace, body=body)
-                return True
-            except NotFound:
-                return False
-            except Conflict:
-                try:
-                    obj = await self._client.get(gvk, name=name, namespace=namespace)
-                except NotFound:
-                    return False
-            except APIError as err:
-                log.error("cannot remove finalizer %s from %s %s: %s", finalizer, name, gvk, err)
-                return False
-        return False
+    async def replace(self, controller: Controller) -> None:
+        """Stop the controller of `controller.gvk` and start `controller` in its place."""
+        await self.remove(controller.gvk)
+        await self.add(controller)
 
     def enqueue(self, gvk: GVK, key: NamespacedName) -> None:
         """Reconcile `key` of the primary kind `gvk` (a dependent of it changed)."""
         for controller in self.controllers:
-            if controller.watch.gvk == gvk:
+            if controller.gvk == gvk:
                 controller.queue.add(key)
 
     async def start(self) -> None:

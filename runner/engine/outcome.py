@@ -9,6 +9,8 @@ pair through a table; here the reconcile returns one value and the table is `mat
     Terminal(reason)     retrying cannot help until the    forget; the reason is logged,
                          object changes                    recorded as an Event and counted
 
+`Reconciler` is what a controller drives: anything with `async reconcile(key) -> Outcome`
+(the Ansible operator's is `runner.operator.reconciler`; the engine's tests script one).
 `outcome_of` turns the errors a reconcile may raise (`runner.errors`' tree) into these
 values, so the reconciler and controller never decide it twice. Pure: no IO.
 """
@@ -16,9 +18,11 @@ values, so the reconciler and controller never decide it twice. Pure: no IO.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, assert_never
 
 from runner.errors import AnsibleOperatorError
-from runner.k8s.errors import Conflict, Invalid
+from runner.k8s.apierrors import Conflict, Invalid
+from runner.structs import NamespacedName
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,15 @@ class Terminal:
 Outcome = Done | RequeueAfter | Retry | Terminal
 
 
+class Reconciler(Protocol):
+    """Makes the world match one object; the controller calls it for each key it takes."""
+
+    async def reconcile(self, key: NamespacedName) -> Outcome:
+        """Reconcile `key`; what the controller does with the key next. Returns a value
+        for every failure it knows of; anything it raises is a bug (logged, retried)."""
+        ...
+
+
 def outcome_of(error: AnsibleOperatorError) -> Retry | Terminal:
     """The outcome of a reconcile that raised `error` (a project error, never a bug)."""
     if isinstance(error, Invalid):
@@ -71,3 +84,5 @@ def result_label(outcome: Outcome) -> str:
             return "requeue_after"
         case Retry() | Terminal():
             return "error"
+        case _:
+            assert_never(outcome)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runner.labelselector import LabelSelector, selector_matches
 from runner.structs import bodies
+from runner.util.labelselector import LabelSelector, selector_matches
 
 
 def selected(obj: Mapping[str, Any], selector: LabelSelector | None) -> bool:

@@ -6,17 +6,9 @@ above it imports kubernetes_asyncio or aiohttp's client errors.
 
 # First: kubernetes_asyncio is imported below, and `slim` makes that import light.
 import runner.k8s.slim  # noqa: F401  (imported for its effect)
+from runner.k8s.apierrors import APIError, Conflict, Forbidden, Gone, Invalid, NotFound, Unavailable
 from runner.k8s.client import KubeClient
 from runner.k8s.discovery import APIResource
-from runner.k8s.errors import (
-    APIError,
-    Conflict,
-    Forbidden,
-    Gone,
-    Invalid,
-    NotFound,
-    Unavailable,
-)
 
 __all__ = [
     "APIError",

@@ -3,7 +3,7 @@
 kubernetes-asyncio gives us kubeconfig and in-cluster loading, auth plugins and TLS; we use
 only its `ApiClient.call_api` with `_preload_content=False` and decode the JSON ourselves, so
 no generated model object is built per object or per watch event. Every failure leaves
-this module as an `runner.k8s.errors.APIError`.
+this module as an `runner.k8s.apierrors.APIError`.
 
 Paths come from discovery (`resource()`, read by `discovery.py`), cached per group/version
 and refreshed on a miss, so kinds whose CRD is created after start-up are found.
@@ -26,8 +26,8 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from runner.errors import ConfigError
+from runner.k8s.apierrors import APIError, NotFound, Unavailable, from_response, from_status
 from runner.k8s.discovery import APIResource, resources_of
-from runner.k8s.errors import APIError, NotFound, Unavailable, from_response, from_status
 from runner.k8s.kubeconfig import locate
 from runner.structs import GVK, bodies
 from runner.structs.bodies import object_key

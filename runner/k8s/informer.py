@@ -24,8 +24,8 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from runner.k8s.apierrors import APIError, Gone
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError, Gone
 from runner.structs import GVK, NamespacedName, bodies
 from runner.structs.bodies import object_key
 

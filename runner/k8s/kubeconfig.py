@@ -17,8 +17,8 @@ from pathlib import Path
 import yaml
 
 from runner.errors import ConfigError
-from runner.fields import describe
-from runner.yamlerror import describe_yaml_error
+from runner.util.fields import describe
+from runner.util.yamlerror import describe_yaml_error
 
 __all__ = ["NO_CLUSTER", "Source", "check_file", "locate"]
 

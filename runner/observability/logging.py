@@ -7,10 +7,10 @@ stderr is not a terminal and `--zap-devel` is off), its level coloured on a term
 unless NO_COLOR or CI is set. `--zap-log-level` takes
 debug/info/error or a number (zap's 1-9, higher is chattier).
 
-Both formats pass every line through `runner.redact.redact_message`, a last line of
+Both formats pass every line through `runner.util.redact.redact_message`, a last line of
 defence against a credential reaching the logs from a message nobody thought of (an API
 error quoting a request, a role's failure message); a line longer than
-`runner.redact.LOG_LIMIT` keeps its end.
+`runner.util.redact.LOG_LIMIT` keeps its end.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.redact import LOG_LIMIT, redact, redact_message
+from runner.util.redact import LOG_LIMIT, redact, redact_message
 
 __all__ = ["ConsoleFormatter", "JSONFormatter", "configure", "level_from_flag", "use_colour"]
 

@@ -131,27 +131,26 @@ class OperatorMetrics:
 
     # -- what the engine reports ---------------------------------------------------------
 
-    def controller(self, name: str, *, workers: int) -> ControllerMetrics:
+    def controller(
+        self, name: str, *, gvk: GVK, workers: int, manages_status: bool = True
+    ) -> ControllerMetrics:
+        """The metrics of the controller `name` of the primary kind `gvk`.
+        `manages_status`: its reconciles write the CR's status (the watch's
+        `manageStatus`), so they count in `ansible_operator_reconcile_result`."""
         self.max_concurrent.labels(controller=name).set(workers)
-        return ControllerMetrics(self, name)
-
-    def resource_seen(self, gvk: GVK, obj: dict[str, Any]) -> None:
-        created = _timestamp(bodies.creation_timestamp(obj))
-        if created is not None:
-            self.created_at.labels(**_resource_labels(gvk, obj)).set(created)
-
-    def resource_deleted(self, gvk: GVK, obj: dict[str, Any]) -> None:
-        labels = _resource_labels(gvk, obj)
-        with contextlib.suppress(KeyError):
-            self.created_at.remove(*labels.values())
+        return ControllerMetrics(self, name, gvk=gvk, manages_status=manages_status)
 
 
 class ControllerMetrics:
     """The metrics of one controller and its queue (also the queue's `QueueMetrics`)."""
 
-    def __init__(self, metrics: OperatorMetrics, name: str) -> None:
+    def __init__(
+        self, metrics: OperatorMetrics, name: str, *, gvk: GVK, manages_status: bool
+    ) -> None:
         self._m = metrics
         self.name = name
+        self._gvk = gvk
+        self._manages_status = manages_status
         self._active = metrics.active_workers.labels(controller=name)
         self._depth = metrics.queue_depth.labels(name=name)
         self._adds = metrics.queue_adds.labels(name=name)
@@ -176,18 +175,10 @@ class ControllerMetrics:
         self._active.inc()
         return time.monotonic()
 
-    def finished(
-        self,
-        gvk: GVK,
-        started: float,
-        *,
-        result: str,
-        manages_status: bool = True,
-        terminal: bool = False,
-    ) -> None:
+    def finished(self, started: float, *, result: str, terminal: bool = False) -> None:
         """`result`: success, error, requeue_after (controller-runtime's labels);
-        `manages_status`: the watch's `manageStatus`; `terminal`: an error that is not
-        retried (counted as an error too, as controller-runtime does)."""
+        `terminal`: an error that is not retried (counted as an error too, as
+        controller-runtime does)."""
         seconds = time.monotonic() - started
         self._active.dec()
         self._m.work_duration.labels(name=self.name).observe(seconds)
@@ -197,11 +188,22 @@ class ControllerMetrics:
             self._m.reconcile_errors.labels(controller=self.name).inc()
         if terminal:
             self._m.terminal_errors.labels(controller=self.name).inc()
-        gvk_label = str(gvk)
+        gvk_label = str(self._gvk)
         self._m.reconciles.labels(GVK=gvk_label).observe(seconds)
-        if manages_status:
+        if self._manages_status:
             outcome = "failed" if result == "error" else "succeeded"
             self._m.reconcile_result.labels(GVK=gvk_label, result=outcome).inc()
+
+    # the primary objects
+    def resource_seen(self, obj: dict[str, Any]) -> None:
+        created = _timestamp(bodies.creation_timestamp(obj))
+        if created is not None:
+            self._m.created_at.labels(**_resource_labels(self._gvk, obj)).set(created)
+
+    def resource_deleted(self, obj: dict[str, Any]) -> None:
+        labels = _resource_labels(self._gvk, obj)
+        with contextlib.suppress(KeyError):
+            self._m.created_at.remove(*labels.values())
 
 
 def _resource_labels(gvk: GVK, obj: dict[str, Any]) -> dict[str, str]:

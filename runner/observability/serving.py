@@ -25,8 +25,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from runner.errors import ConfigError
+from runner.k8s.apierrors import APIError
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError
 from runner.structs import GVK
 
 log = logging.getLogger("ansible-operator.serving")
@@ -207,7 +207,7 @@ def tls_context(cert_dir: str) -> ssl.SSLContext:
 
 def _self_signed(cert_path: Path, key_path: Path) -> None:
     # Imported here: `cryptography` (about 10 MiB) only for an operator that makes one.
-    from runner import certauthority
+    from runner.util import certauthority
 
     key, cert = certauthority.self_signed_serving(
         "ansible-operator-metrics",

@@ -6,7 +6,7 @@ parameters. To serve such a request from the cache the proxy must select exactly
 API server would have selected, so both query syntaxes are parsed here with the API
 server's grammar (apimachinery's `labels.Parse` and `fields.ParseSelector`):
 
-* labels: `runner.labelselector.parse_label_selector_string`, the one label selector
+* labels: `runner.util.labelselector.parse_label_selector_string`, the one label selector
   parser (it also reads watches.yaml's structured selectors);
 * fields: comma-separated `path=value`, `path==value`, `path!=value`; `\\`, `\\,` and `\\=`
   escape a backslash, comma or equals sign in the value; the path is dotted into the object
@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from runner.labelselector import parse_label_selector_string
 from runner.structs import bodies
+from runner.util.labelselector import parse_label_selector_string
 
 __all__ = [
     "filter_objects",

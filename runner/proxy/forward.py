@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from runner.k8s.apierrors import APIError
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError
 from runner.proxy.requestinfo import RequestInfo
 
 log = logging.getLogger("ansible-operator.proxy")

@@ -40,9 +40,9 @@ from typing import Any
 from aiohttp import web
 
 from runner.errors import ProxyError
+from runner.k8s.apierrors import APIError
 from runner.k8s.client import KubeClient
 from runner.k8s.discovery import APIResource
-from runner.k8s.errors import APIError
 from runner.proxy import access, upgrade
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
@@ -58,7 +58,7 @@ from runner.proxy.owner import (
 )
 from runner.proxy.requestinfo import RequestInfo, parse_request
 from runner.structs import GVK, NamespacedName, bodies
-from runner.watches import Watch
+from runner.watches.model import Watch
 
 log = logging.getLogger("ansible-operator.proxy")
 

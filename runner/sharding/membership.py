@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.engine.leader import LEASE, LeaderElector, LeaderSettings
+from runner.k8s.apierrors import APIError
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError
 from runner.sharding.ring import LEAVING_ANNOTATION, RING_LABEL, lease_name
 from runner.structs import bodies
 

@@ -38,13 +38,12 @@ from typing import Any
 
 from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector
+from runner.k8s.apierrors import APIError, Conflict, NotFound
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError, Conflict, NotFound
 from runner.k8s.informer import ADDED, DELETED, Informer
 from runner.proxy.cache import InformerCache
 from runner.proxy.owner import owners_of
 from runner.sharding.membership import Members, RingSettings
-from runner.sharding.metrics import ShardMetrics
 from runner.sharding.ring import (
     LEAVING_ANNOTATION,
     Handoff,
@@ -57,6 +56,7 @@ from runner.sharding.ring import (
     shard_of,
     unowned_selector,
 )
+from runner.sharding.ringmetrics import ShardMetrics
 from runner.structs import GVK, NamespacedName, bodies
 from runner.structs.bodies import object_key
 
@@ -114,7 +114,7 @@ class Sharder:
 
     def attach(self, controller: Controller) -> None:
         """Narrow `controller` to this shard (before it starts) and gate its workers."""
-        gvk = controller.watch.gvk
+        gvk = controller.gvk
         controller.informer.label_selector = self.selector
         controller.admit = functools.partial(self._admit, controller)
         controller.informer.add_handler(functools.partial(self._on_own_event, controller))
@@ -124,7 +124,7 @@ class Sharder:
 
     def detach(self, controller: Controller) -> None:
         """`controller` stopped (live reload): its keys are no longer handed off or claimed."""
-        gvk = controller.watch.gvk
+        gvk = controller.gvk
         if self._controllers.get(gvk) is controller:
             del self._controllers[gvk]
             self._wake.set()
@@ -133,7 +133,7 @@ class Sharder:
         return {gvk: len(c.informer) for gvk, c in self._controllers.items()}
 
     def _admit(self, controller: Controller, key: NamespacedName) -> bool:
-        gvk = controller.watch.gvk
+        gvk = controller.gvk
         if self._leaving:
             return False  # stopping: the key's new owner runs it
         if key in self._draining.get(gvk, ()):
@@ -151,7 +151,7 @@ class Sharder:
     def _on_own_event(
         self, controller: Controller, event: str, new: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        gvk = controller.watch.gvk
+        gvk = controller.gvk
         key = object_key(new)
         if event == DELETED:  # gone, or relabelled to another member
             self._draining.get(gvk, set()).discard(key)
@@ -334,7 +334,7 @@ class Sharder:
                     )
 
     async def _hand_off(self, controller: Controller, key: NamespacedName) -> None:
-        gvk = controller.watch.gvk
+        gvk = controller.gvk
         draining = self._draining.setdefault(gvk, set())
         draining.add(key)
         started = time.monotonic()
@@ -367,7 +367,7 @@ class Sharder:
     async def _relabel(self, controller: Controller, key: NamespacedName, target: str) -> bool:
         """Write the new owner on the CR (with the key's schedule); False when the CR is
         gone or no longer ours."""
-        gvk = controller.watch.gvk
+        gvk = controller.gvk
         obj = controller.informer.get(key)
         due = controller.queue.due_in(key)
         handoff = Handoff(

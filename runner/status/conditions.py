@@ -18,9 +18,9 @@ One deliberate difference: when the original flips an existing condition to `Fal
 copying it (Successful at the start of a run, Running after a failure), the copy keeps
 the old `lastTransitionTime`; here a status change always stamps `now`.
 
-A message goes through `runner.redact.redact_message`: a failed task's message may quote
+A message goes through `runner.util.redact.redact_message`: a failed task's message may quote
 a token, and may be megabytes long (a status write that large fails, leaving the CR
-`Running`); it is masked and capped to `runner.redact.MESSAGE_LIMIT` characters, keeping
+`Running`); it is masked and capped to `runner.util.redact.MESSAGE_LIMIT` characters, keeping
 its end, where the error is.
 
 Nothing here mutates its inputs; every result is a fresh structure.
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from runner.redact import redact_message
 from runner.structs.bodies import Condition
+from runner.util.redact import redact_message
 
 __all__ = [
     "FAILURE",

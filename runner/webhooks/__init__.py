@@ -3,5 +3,5 @@ the pure half.
 
 declarations (webhooks.yaml) -> contract (role vars in, facts out) -> manifests (the
 webhook configurations and CRD conversion the API server is given). The serving half is
-runner.webhookserver. See docs/webhooks.md.
+runner.webhooks.server. See docs/webhooks.md.
 """

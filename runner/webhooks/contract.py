@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.vars import build_extra_vars
+from runner.watches.extravars import build_extra_vars
 from runner.webhooks.declarations import Webhook
 
 __all__ = [

@@ -32,14 +32,14 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from runner.durations import format_duration, parse_duration
-from runner.envexpand import expand_env
 from runner.errors import ConfigError
-from runner.fields import FieldError, FieldPath, describe, normalize_keys
 from runner.structs import GVK
-from runner.watches import DEFAULT_COLLECTIONS_PATH
-from runner.watchfields import role_candidates, search_path
-from runner.yamlerror import describe_yaml_error
+from runner.util.durations import format_duration, parse_duration
+from runner.util.fields import FieldError, FieldPath, describe, normalize_keys
+from runner.util.yamlerror import describe_yaml_error
+from runner.watches.envexpand import expand_env
+from runner.watches.model import DEFAULT_COLLECTIONS_PATH
+from runner.watches.watchfields import role_candidates, search_path
 
 __all__ = [
     "DEFAULT_FILE",

@@ -97,7 +97,7 @@ def _create_until_done(resource: Any, names: list[str], namespace: str) -> None:
 def test_api_server_restarts_and_connection_resets_lose_nothing(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.local import LocalCluster
 
     cluster = LocalCluster(tmp_path_factory.mktemp("outage-cluster"))
     cluster.up(progress=lambda _message: None)

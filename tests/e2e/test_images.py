@@ -27,8 +27,10 @@ from support.cluster_cli import cluster_cli
 from support.kube import apply, condition, wait_for
 from support.operator import REPO
 
-from runner.cluster import images, process, registry
-from runner.cluster.local import LocalCluster
+from runner.devtools import images
+from runner.devtools.cluster import processes as process
+from runner.devtools.cluster import registry
+from runner.devtools.cluster.local import LocalCluster
 
 SAMPLE_CR = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
 MAX_RUNTIME_BYTES = 450 * 1000 * 1000

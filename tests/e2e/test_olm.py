@@ -27,10 +27,10 @@ from support.bundles import REPO, edit_yaml
 from support.kube import condition, documents, wait_for
 from support.operator import OperatorProcess
 
-from runner.cli import main
-from runner.cluster.local import LocalCluster
+from runner.cli.main import main
+from runner.devtools.cluster.local import LocalCluster
+from runner.devtools.olm import bundles, installwait, runrecord
 from runner.errors import ClusterError
-from runner.olm import bundles, installwait, runrecord
 
 pytestmark = pytest.mark.timeout(3600)  # a cold build of OLM takes many minutes
 
@@ -47,8 +47,8 @@ TIMINGS: dict[str, float] = {}
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A private cluster with OLM installed; everything stopped afterwards."""
-    from runner.cluster import build
-    from runner.cluster.components import olm_operators, tools
+    from runner.devtools.cluster import build
+    from runner.devtools.cluster.components import olm_operators, tools
 
     wanted = [*olm_operators().values(), tools()["opm"]]
     if build.missing(wanted, build.cache_root()):

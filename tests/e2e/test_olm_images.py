@@ -29,11 +29,14 @@ from support import images as built
 from support.kube import apply, condition, wait_for
 from support.operator import REPO
 
-from runner.cli import main
-from runner.cluster import images, nodeconfig, registry
-from runner.cluster.local import LocalCluster
-from runner.olm import v1model, v1run
-from runner.olm.api import OLMError
+from runner.cli.main import main
+from runner.devtools import images
+from runner.devtools.cluster import registry
+from runner.devtools.cluster.local import LocalCluster
+from runner.devtools.cluster.realnode import nodeconfig
+from runner.devtools.olm.steps import OLMError
+from runner.devtools.olm.v1 import bundlerun as v1run
+from runner.devtools.olm.v1 import objects as v1model
 
 pytestmark = pytest.mark.timeout(3600)
 

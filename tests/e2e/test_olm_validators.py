@@ -29,12 +29,12 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 from support.bundles import REPO, edit_yaml
 
-from runner.cli import main
-from runner.cluster.process import free_port
+from runner.cli.main import main
+from runner.devtools.cluster.processes import free_port
+from runner.devtools.packaging import olmnames as olm
+from runner.devtools.packaging.loader import load_bundle
+from runner.devtools.packaging.validate import validate_bundle
 from runner.errors import ClusterError
-from runner.packaging import olm
-from runner.packaging.loader import load_bundle
-from runner.packaging.validate import validate_bundle
 
 pytestmark = pytest.mark.timeout(1800)  # a cold build of both tools takes ~10 minutes
 
@@ -45,8 +45,8 @@ CRD = "manifests/cache.example.com_memcacheds.yaml"
 
 @pytest.fixture(scope="module")
 def tools() -> dict[str, Path]:
-    from runner.cluster import build
-    from runner.cluster.components import tools as tool_components
+    from runner.devtools.cluster import build
+    from runner.devtools.cluster.components import tools as tool_components
 
     wanted = tool_components()
     if build.missing(wanted.values(), build.cache_root()):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cluster import build
+from runner.devtools.cluster import build
 
 REPO = Path(__file__).resolve().parents[2]
 SECTION = "## New operator projects"

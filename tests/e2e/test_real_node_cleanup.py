@@ -24,9 +24,11 @@ from support.realnode import (
     tools_image_archive,
 )
 
-from runner.cluster import egress, machine, process
-from runner.cluster.local import LocalCluster
-from runner.cluster.realnode import RealNode
+from runner.devtools.cluster import egress
+from runner.devtools.cluster import processes as process
+from runner.devtools.cluster.local import LocalCluster
+from runner.devtools.cluster.realnode import machine
+from runner.devtools.cluster.realnode.node import RealNode
 from runner.errors import ClusterError
 
 pytestmark = pytest.mark.timeout(600)
@@ -109,7 +111,7 @@ def test_real_node_leaves_nothing_after_a_failed_start_nor_after_down(tmp_path: 
         assert f"real node {node.name}" in status.stdout
         node_state = node.load()
         assert node_state is not None
-        # The node's pod subnet joined the guarded ranges (see runner.cluster.egress).
+        # The node's pod subnet joined the guarded ranges (see runner.devtools.cluster.egress).
         guard_line = next(line for line in status.stdout.splitlines() if "egress guard" in line)
         assert node_state.subnet in guard_line, guard_line
 

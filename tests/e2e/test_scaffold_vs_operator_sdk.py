@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import main
+from runner.cli.main import main
 from runner.errors import ClusterError
 
 pytestmark = pytest.mark.timeout(1800)
@@ -63,8 +63,8 @@ _TARGET = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_./-]*):(?!=)", re.MULTILINE)
 
 @pytest.fixture(scope="module")
 def operator_sdk() -> Path:
-    from runner.cluster import build
-    from runner.cluster.components import tools as tool_components
+    from runner.devtools.cluster import build
+    from runner.devtools.cluster.components import tools as tool_components
 
     wanted = {"operator-sdk": tool_components()["operator-sdk"]}
     if build.missing(wanted.values(), build.cache_root()):

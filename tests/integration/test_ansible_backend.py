@@ -23,11 +23,11 @@ import pytest
 from runner.ansible import hooks
 from runner.ansible.artifacts import list_runs, read_events
 from runner.ansible.backend import LogEvents
-from runner.ansible.events import NO_STATS_ERROR, FailedTask
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.hooks import payloads
 from runner.ansible.hooks.modexec import FORK_NOTE
 from runner.ansible.inputs import RunRequest
+from runner.ansible.jobevents import NO_STATS_ERROR, FailedTask
 from runner.ansible.runnerbackend import RunnerBackend
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK

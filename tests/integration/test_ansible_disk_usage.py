@@ -20,7 +20,7 @@ from runner.ansible.artifacts import list_runs
 from runner.ansible.disk import scan
 from runner.ansible.inputs import RunRequest
 from runner.ansible.runnerbackend import RunnerBackend
-from runner.cli import main
+from runner.cli.main import main
 from runner.observability.logging import JSONFormatter
 from runner.structs.gvk import GVK
 

@@ -46,7 +46,7 @@ from support.equivalence import (
 from support.kube import apply, release_custom_resources, wait_steady
 from support.operator import OperatorProcess, crd, install_crd
 
-from runner.cluster.process import free_port
+from runner.devtools.cluster.processes import free_port
 
 PYTHON_ENV = "ANSIBLE_OPERATOR_TEST_PYTHON"
 BACKENDS = ("runner", "fast")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support.cluster_cli import cluster_cli
 
-from runner.cluster import process
-from runner.cluster.local import LocalCluster
+from runner.devtools.cluster import processes as process
+from runner.devtools.cluster.local import LocalCluster
 
 
 def _cli(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:

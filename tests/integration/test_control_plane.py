@@ -9,7 +9,7 @@ from kubernetes import client
 from kubernetes.dynamic.exceptions import NotFoundError
 from support.kube import apply, documents, wait_for
 
-from runner.cluster.components import components
+from runner.devtools.cluster.components import components
 
 
 def _raw(dyn: Any, path: str) -> Any:

@@ -14,7 +14,7 @@ import pytest
 from support.kube import create_cr, get_or_none, true_condition, wait_for, wait_steady
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
-from runner.cluster.process import free_port
+from runner.devtools.cluster.processes import free_port
 
 GROUP = "dependents.test.example.com"
 API_VERSION = f"{GROUP}/v1alpha1"

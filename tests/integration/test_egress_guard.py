@@ -16,10 +16,11 @@ from kubernetes import client, config
 from support.kube import wait_for
 from support.realnode import MachineSnapshot
 
-from runner.cluster import egress, machine
-from runner.cluster.controlplane import FAKE_NODE
-from runner.cluster.local import LocalCluster
-from runner.cluster.nodeconfig import NodeLayout
+from runner.devtools.cluster import egress
+from runner.devtools.cluster.controlplane import FAKE_NODE
+from runner.devtools.cluster.local import LocalCluster
+from runner.devtools.cluster.realnode import machine
+from runner.devtools.cluster.realnode.nodeconfig import NodeLayout
 from runner.errors import ClusterError
 
 pytestmark = [

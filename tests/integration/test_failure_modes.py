@@ -150,7 +150,7 @@ def zygotes_of(pid: int) -> list[int]:
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        if parent == pid and b"runner.ansible.fastbackend.zygote" in cmdline:
+        if parent == pid and b"runner.ansible.fastbackend.zygoteprocess" in cmdline:
             found.append(int(entry.name))
     return found
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from support.kube import create_cr, wait_for
 
+from runner.ansible.bundledcollection import bundled_collections_path
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.hooks.modexec import IN_PROCESS_NOTE
 from runner.ansible.inputs import RunRequest
 from runner.ansible.runnerbackend import RunnerBackend
-from runner.collections_path import bundled_collections_path
 from runner.structs.gvk import GVK
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
@@ -233,7 +233,7 @@ def _zygotes() -> list[int]:
         if (
             int(fields[1]) == os.getpid()
             and fields[0] != "Z"
-            and b"runner.ansible.fastbackend.zygote" in cmdline
+            and b"runner.ansible.fastbackend.zygoteprocess" in cmdline
         ):
             found.append(int(entry.name))
     return found

@@ -197,7 +197,7 @@ def compact_etcd(kubeconfig: Path) -> None:
     """Compact the local cluster's etcd up to its current revision, as the API server
     does every five minutes: a continue token of an older revision then gets 410, also
     on a cluster younger than that. (Skipped for a cluster that is not a local one.)"""
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.local import LocalCluster
 
     state = LocalCluster(kubeconfig.resolve().parent).load_state()
     if state is None:

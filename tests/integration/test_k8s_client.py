@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 import yaml
 
+from runner.k8s.apierrors import APIError, Conflict, Gone, NotFound, Unavailable
 from runner.k8s.client import KubeClient
-from runner.k8s.errors import APIError, Conflict, Gone, NotFound, Unavailable
 from runner.structs import GVK
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Our kustomize subset (`runner.packaging.kustomize`, `patches`) against the real one.
+"""Our kustomize subset (`runner.devtools.packaging.kustomize`, `patches`) against the real one.
 
 `make bundle` renders `config/` without the kustomize binary; the result must be what
 `kubectl kustomize` (kustomize built into the cached kubectl) makes of the same tree:
@@ -22,9 +22,9 @@ import pytest
 import yaml
 from support.bundles import GUESTBOOK
 
-from runner.cluster import build
-from runner.cluster.components import components
-from runner.packaging import kustomize
+from runner.devtools.cluster import build
+from runner.devtools.cluster.components import components
+from runner.devtools.packaging import kustomize
 
 REPO = Path(__file__).resolve().parents[2]
 

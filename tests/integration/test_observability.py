@@ -13,7 +13,7 @@ import pytest
 from support.kube import condition, create_cr, wait_for
 from support.operator import OperatorProcess, Operators, crd, install_crd, write_project
 
-from runner.cluster.process import free_port
+from runner.devtools.cluster.processes import free_port
 
 GROUP = "observe.test.example.com"
 

@@ -32,7 +32,7 @@ from runner.proxy.owner import (
 )
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK, NamespacedName
-from runner.watches import Watch
+from runner.watches.model import Watch
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 CONFIGMAP = GVK("", "v1", "ConfigMap")
@@ -463,7 +463,7 @@ async def wait_until_value(probe: Callable[[], Any], *, message: str, timeout: f
 
 FINDER = """\
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
-from runner.collections_path import bundled_collections_path
+from runner.ansible.bundledcollection import bundled_collections_path
 _AnsibleCollectionFinder(paths=[str(bundled_collections_path())])._install()
 """
 

@@ -22,9 +22,9 @@ import pytest
 import yaml
 from support.kube import wait_for
 
-from runner.cluster import build
-from runner.cluster.components import components
-from runner.cluster.controlplane import FAKE_NODE
+from runner.devtools.cluster import build
+from runner.devtools.cluster.components import components
+from runner.devtools.cluster.controlplane import FAKE_NODE
 from runner.k8s.client import KubeClient
 from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches

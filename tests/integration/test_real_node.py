@@ -18,8 +18,10 @@ from support import realnode
 from support.kube import wait_for, wait_for_default_service_account
 from support.realnode import RealNodeCluster, on_real_node
 
-from runner.cluster import machine, nodeconfig, oci, registry
-from runner.cluster.controlplane import FAKE_NODE
+from runner.devtools.cluster import registry
+from runner.devtools.cluster.controlplane import FAKE_NODE
+from runner.devtools.cluster.realnode import machine, nodeconfig
+from runner.devtools.cluster.realnode import ociarchive as oci
 
 pytestmark = pytest.mark.timeout(300)
 

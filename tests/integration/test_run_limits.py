@@ -22,7 +22,7 @@ from runner.proxy.cache import InformerCache
 from runner.proxy.dependents import DependentWatches
 from runner.proxy.server import ProxyServer
 from runner.structs import GVK
-from runner.watches import Watch
+from runner.watches.model import Watch
 
 GROUP = "limits.test.example.com"
 KIND = "Hung"

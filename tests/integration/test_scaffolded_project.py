@@ -17,7 +17,7 @@ from support.cli import run_cli
 from support.kube import apply, condition, documents, wait_for
 from support.operator import REPO, OperatorProcess, install_crd, operator_running
 
-from runner import watches
+from runner.watches import model as watches
 
 DOMAIN = "scaffold.example.com"
 KINDS = [

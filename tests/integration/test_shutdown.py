@@ -13,7 +13,7 @@ from kubernetes import client
 from support.kube import wait_for
 from support.operator import crd, install_crd, operator_running, write_project
 
-from runner.scaffold.files_config import TERMINATION_GRACE_SECONDS
+from runner.devtools.scaffold.files.config import TERMINATION_GRACE_SECONDS
 
 GROUP = "shutdown.test.example.com"
 LEASE = "shutdown-test-lock"

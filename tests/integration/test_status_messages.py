@@ -12,7 +12,7 @@ from kubernetes import client
 from support.kube import condition, create_cr, true_condition, wait_for
 from support.operator import OperatorProcess, crd, install_crd, write_project
 
-from runner.redact import MESSAGE_LIMIT, REDACTED
+from runner.util.redact import MESSAGE_LIMIT, REDACTED
 
 GROUP = "messages.test.example.com"
 TOKEN = "sha256~Pl4nted-T0ken-7c0ffee"

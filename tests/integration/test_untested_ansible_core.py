@@ -88,7 +88,9 @@ def zygotes_under(path: Path) -> list[int]:
         except OSError:
             continue
         text = [part.decode(errors="replace") for part in argv]
-        if "runner.ansible.fastbackend.zygote" in text and any(str(path) in part for part in text):
+        if "runner.ansible.fastbackend.zygoteprocess" in text and any(
+            str(path) in part for part in text
+        ):
             found.append(int(entry.name))
     return found
 

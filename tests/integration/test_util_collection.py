@@ -23,7 +23,7 @@ import yaml
 from kubernetes import client
 from support.kube import apply, condition
 
-from runner.collections_path import bundled_collections_path
+from runner.ansible.bundledcollection import bundled_collections_path
 
 API_VERSION = "cache.example.com/v1alpha1"
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"

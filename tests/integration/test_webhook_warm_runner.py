@@ -30,12 +30,12 @@ from prometheus_client import CollectorRegistry
 
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.warm.pool import WarmRunners
+from runner.devtools.scaffold.webhook.files import CONVERSION_ROLE, DEFAULTING_ROLE, VALIDATION_ROLE
 from runner.errors import AnsibleRunError
-from runner.scaffold.webhook_files import CONVERSION_ROLE, DEFAULTING_ROLE, VALIDATION_ROLE
 from runner.structs import GVK
 from runner.webhooks.declarations import Webhook
-from runner.webhookserver import warmtargets
-from runner.webhookserver.roles import EventLog, RunOptions, WebhookMetrics, WebhookRunner
+from runner.webhooks.server import warmtargets
+from runner.webhooks.server.roles import EventLog, RunOptions, WebhookMetrics, WebhookRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 GVK_ = GVK("warm.example.com", "v1alpha1", "Widget")

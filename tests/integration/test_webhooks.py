@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from support.kube import wait_for
 from support.operator import BACKEND_ENV, OperatorProcess, install_crd, write_project
 
-from runner.cluster.process import free_port
+from runner.devtools.cluster.processes import free_port
 
 GROUP = f"wh{uuid.uuid4().hex[:6]}.example.com"
 KIND = "Widget"

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from runner.packaging.csv import BundleOptions
+from runner.devtools.packaging.csv import BundleOptions
 
 REPO = Path(__file__).resolve().parents[2]
 GUESTBOOK = REPO / "tests" / "fixtures" / "packaging" / "guestbook-operator"

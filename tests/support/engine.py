@@ -1,11 +1,12 @@
-"""The in-process tier's harness: the real engine (Controller, Manager, LeaderElector) in
-the test's own event loop, against the real API server, with a scripted Ansible backend.
+"""The engine tier's harness: the real engine (Controller, Manager, LeaderElector) in the
+test's own event loop, against the real API server, with a scripted reconciler.
 
-Only the Ansible step is a stand-in: `ScriptedBackend` returns, for each run, the next
-step scripted for its CR (succeed, fail, ask for a requeue, report no result, or hold
-until the test lets it go). Informers, work queues, status writes, finalizers, Events
-and Leases all go through the real API server, so what the engine does with an outcome
-is seen as it is, in seconds and without an operator process to poll.
+The engine knows nothing of Ansible, so neither does this: `ScriptedReconciler` returns,
+for each reconcile of a key, the next outcome scripted for its name (Done, RequeueAfter,
+Retry, Terminal, a bug, or hold until the test lets it go). Informers, work queues,
+metrics and Leases are the real ones, so what the engine does with an outcome is seen as
+it is, in seconds. `Tier` (the objects of the test's kind, its metrics, its controllers)
+is shared with the operator tier (tests/support/operatortier.py).
 """
 
 from __future__ import annotations
@@ -15,116 +16,84 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
-from runner.ansible.events import FailedTask, RunResult
-from runner.ansible.inputs import RunRequest
-from runner.engine.controller import Controller
-from runner.engine.reconciler import RunSettings
-from runner.errors import AnsibleRunError
+from runner.engine.controller import Controller, EventPredicate, ObjectFilter
+from runner.engine.outcome import Done, Outcome, Reconciler
 from runner.k8s.client import KubeClient
-from runner.observability.events import EventRecorder
+from runner.k8s.informer import Informer
 from runner.observability.metrics import OperatorMetrics
 from runner.structs import GVK, NamespacedName
-from runner.watches import Watch
 
 T = TypeVar("T")
 
-Step = Callable[[RunRequest], Awaitable[RunResult]]
-"""One scripted Ansible run: what it returns (or raises) for the request."""
+Step = Callable[[NamespacedName], Awaitable[Outcome]]
+"""One scripted reconcile: the outcome it returns (or what it raises) for the key."""
 
 
-def ok(*, changed: int = 0, requeue_after: float | None = None) -> Step:
-    """A run that succeeds (optionally asking for a requeue, as `requeue_after` tasks do)."""
+def returns(outcome: Outcome) -> Step:
+    """A reconcile that returns `outcome` at once."""
 
-    async def step(_request: RunRequest) -> RunResult:
-        return RunResult(
-            ok=1 + changed,
-            changed=changed,
-            requeue_after=requeue_after,
-            has_stats=True,
-            completion=datetime.now(UTC),
-        )
+    async def step(_key: NamespacedName) -> Outcome:
+        return outcome
 
     return step
 
 
-def failed(message: str) -> Step:
-    """A run in which one task failed with `message`."""
+def raises(error: Exception) -> Step:
+    """A reconcile that raises `error` (a bug: reconcilers return their failures)."""
 
-    async def step(_request: RunRequest) -> RunResult:
-        return RunResult(
-            ok=1,
-            failures=1,
-            failed_tasks=(FailedTask("scripted task", message),),
-            has_stats=True,
-            completion=datetime.now(UTC),
-        )
+    async def step(_key: NamespacedName) -> Outcome:
+        raise error
 
     return step
 
 
-def no_result(message: str) -> Step:
-    """A run that could not start or report (a missing role, no stats event)."""
+def holds(gate: asyncio.Event, then: Outcome | None = None) -> Step:
+    """A reconcile that lasts until the test sets `gate`, then returns `then` (Done)."""
 
-    async def step(_request: RunRequest) -> RunResult:
-        raise AnsibleRunError(message)
-
-    return step
-
-
-def held(gate: asyncio.Event, then: Step | None = None) -> Step:
-    """A run that lasts until the test sets `gate`, then does `then` (succeeds)."""
-
-    async def step(request: RunRequest) -> RunResult:
+    async def step(_key: NamespacedName) -> Outcome:
         await gate.wait()
-        return await (then or ok())(request)
+        return then or Done()
 
     return step
 
 
-class ScriptedBackend:
-    """An `AnsibleBackend` that runs nothing: each run of a CR takes the next step
-    scripted for its name (`script`), or `default` when none is left."""
+class ScriptedReconciler:
+    """A `Reconciler` that does nothing but count: each reconcile of a key takes the next
+    step scripted for its name (`script`), or `default` when none is left."""
 
     def __init__(self) -> None:
-        self.requests: list[RunRequest] = []
+        self.keys: list[NamespacedName] = []
         self.cancelled: list[str] = []
         self.finished: list[str] = []
-        self.forgotten: list[NamespacedName] = []
-        self.default: Step = ok()
+        self.default: Step = returns(Done())
         self.in_flight = 0
+        self.most_in_flight = 0
         self._steps: dict[str, deque[Step]] = defaultdict(deque)
 
     def script(self, name: str, *steps: Step) -> None:
         self._steps[name].extend(steps)
 
     def runs(self, name: str) -> int:
-        """How many runs of the CR `name` have started."""
-        return sum(1 for request in self.requests if request.name == name)
+        """How many reconciles of the object `name` have started."""
+        return sum(1 for key in self.keys if key.name == name)
 
-    async def run(self, request: RunRequest, *, on_event: Any = None) -> RunResult:
-        self.requests.append(request)
-        steps = self._steps.get(request.name)
+    async def reconcile(self, key: NamespacedName) -> Outcome:
+        self.keys.append(key)
+        steps = self._steps.get(key.name)
         step = steps.popleft() if steps else self.default
         self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            result = await step(request)
+            outcome = await step(key)
         except asyncio.CancelledError:
-            self.cancelled.append(request.name)
+            self.cancelled.append(key.name)
             raise
         finally:
             self.in_flight -= 1
-        self.finished.append(request.name)
-        return result
-
-    async def forget(self, gvk: GVK, namespace: str, name: str) -> None:
-        self.forgotten.append(NamespacedName(namespace, name))
-
-    async def close(self) -> None:
-        return None
+        self.finished.append(key.name)
+        return outcome
 
 
 async def until(probe: Callable[[], T | None], *, timeout: float = 15, message: str) -> T:
@@ -141,32 +110,18 @@ async def until(probe: Callable[[], T | None], *, timeout: float = 15, message: 
 
 
 @dataclass
-class Engine:
-    """One test's view: its kind and namespace on the real API server, the scripted
-    backend, and controllers made for them (stopped when the test ends)."""
+class Tier:
+    """One test's view: its kind and namespace on the real API server, its metrics, and
+    the controllers made for them (stopped when the test ends)."""
 
     client: KubeClient
     gvk: GVK
     namespace: str
-    backend: ScriptedBackend = field(default_factory=ScriptedBackend)
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     controllers: list[Controller] = field(default_factory=list)
 
-    def watch(self, **fields: Any) -> Watch:
-        """A watch of the test's kind; its role is never read (the backend is scripted)."""
-        return Watch(gvk=self.gvk, role=Path("/scripted/role"), **fields)
-
-    async def controller(self, **watch_fields: Any) -> Controller:
-        """A started controller of `watch(**watch_fields)`, synced with the API server."""
-        controller = Controller(
-            watch=self.watch(**watch_fields),
-            client=self.client,
-            backend=self.backend,
-            settings=RunSettings(),
-            namespaces=[self.namespace],
-            metrics=self.metrics,
-            events=EventRecorder(self.client),
-        )
+    async def started(self, controller: Controller) -> Controller:
+        """`controller`, started and synced with the API server (stopped at the end)."""
         self.controllers.append(controller)
         await controller.start()
         await asyncio.wait_for(controller.wait_synced(), timeout=30)
@@ -176,7 +131,7 @@ class Engine:
         for controller in self.controllers:
             await controller.stop(timeout=0)
 
-    # -- the test's CRs, through the real API ------------------------------------------
+    # -- the test's objects, through the real API --------------------------------------
 
     async def create(
         self, name: str, spec: Mapping[str, Any] | None = None, **metadata: Any
@@ -203,11 +158,45 @@ class Engine:
     def key(self, name: str) -> NamespacedName:
         return NamespacedName(self.namespace, name)
 
-    # -- the operator's own counters ---------------------------------------------------
+    # -- the engine's own counters -----------------------------------------------------
 
     def metric(self, metric: str, /, **labels: str) -> float:
         """A sample of the engine's metrics (0 when it has none yet)."""
         return self.metrics.registry.get_sample_value(metric, labels) or 0.0
+
+
+@dataclass
+class Engine(Tier):
+    """The engine tier: controllers of the test's kind driving a scripted reconciler."""
+
+    reconciler: ScriptedReconciler = field(default_factory=ScriptedReconciler)
+
+    def make_controller(
+        self,
+        *,
+        reconciler: Reconciler | None = None,
+        workers: int = 1,
+        predicate: EventPredicate | None = None,
+        selects: ObjectFilter | None = None,
+        global_limit: asyncio.Semaphore | None = None,
+    ) -> Controller:
+        """A controller of the test's kind in its namespace (not started)."""
+        name = f"{self.gvk.kind.lower()}-engine-tier"
+        return Controller(
+            name=name,
+            gvk=self.gvk,
+            informer=Informer(self.client, self.gvk, namespaces=[self.namespace]),
+            reconciler=reconciler or self.reconciler,
+            workers=workers,
+            predicate=predicate,
+            selects=selects,
+            global_limit=global_limit,
+            metrics=self.metrics.controller(name, gvk=self.gvk, workers=workers),
+        )
+
+    async def controller(self, **options: Any) -> Controller:
+        """A started controller of `make_controller(**options)`, synced with the API."""
+        return await self.started(self.make_controller(**options))
 
 
 def condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any] | None:

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.ansible.events import RunResult
 from runner.ansible.inputs import RunRequest
+from runner.ansible.jobevents import RunResult
 from runner.structs import GVK
 
 

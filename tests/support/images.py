@@ -15,7 +15,8 @@ import subprocess
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from runner.cluster import build, images
+from runner.devtools import images
+from runner.devtools.cluster import build
 from support.operator import REPO
 
 TOOL = "podman"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from runner.scaffold.molecule_kind import shared_files
-from runner.scaffold.molecule_runs import scenario_config
+from runner.devtools.scaffold.molecule.perkind import shared_files
+from runner.devtools.scaffold.molecule.scenarioruns import scenario_config
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "memcached-operator"

@@ -124,7 +124,7 @@ def _locked(state_dir: Path) -> Iterator[None]:
 def shared_cluster(state_dir: Path) -> Path:
     """In a worker: the kubeconfig of the cluster at `state_dir`, started by the first
     worker that asks (and then recorded as this run's, for the controller to stop)."""
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.local import LocalCluster
 
     cluster = LocalCluster(state_dir)
     with _locked(state_dir):
@@ -137,7 +137,7 @@ def shared_cluster(state_dir: Path) -> Path:
 def stop_shared_cluster(state_dir: Path) -> None:
     """In the controller after the workers ended: stop the cluster if a worker of this
     run started it."""
-    from runner.cluster.local import LocalCluster
+    from runner.devtools.cluster.local import LocalCluster
 
     marker = _marker(state_dir)
     token = os.environ.get(RUN_TOKEN)

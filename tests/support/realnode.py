@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.cluster import build, egress, machine, nodeconfig, oci, podnet, sweep
-from runner.cluster.components import components
-from runner.cluster.local import LocalCluster
-from runner.cluster.realnode import RealNode
+from runner.devtools.cluster import build, egress
+from runner.devtools.cluster.components import components
+from runner.devtools.cluster.local import LocalCluster
+from runner.devtools.cluster.realnode import leftovers as sweep
+from runner.devtools.cluster.realnode import machine, nodeconfig, podnet
+from runner.devtools.cluster.realnode import ociarchive as oci
+from runner.devtools.cluster.realnode.node import RealNode
 
 # Static binaries only (FROM scratch): the cached kubectl (CGO off) and catatonit.
 TOOLS_IMAGE = "localhost/ansible-operator-test/tools:1"
@@ -169,7 +172,7 @@ def _iptables_rules(family: str) -> list[str]:
 def leftovers(node: RealNode) -> list[str]:
     """What of `node` is still on the machine (processes, mounts, cgroups, bridge,
     iptables chains, run directory); empty when it was removed completely. The cluster's
-    egress chain is not the node's (see `runner.cluster.egress`)."""
+    egress chain is not the node's (see `runner.devtools.cluster.egress`)."""
     layout = node.layout
     found = [f"process {pid}" for pid in sweep.owned_pids(layout)]
     found += [

@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from runner.scaffold.csvbase import CSVInfo, csv_path, info_from_csv
-from runner.scaffold.generate import api_plan, init_plan
+from runner.devtools.scaffold.csvbase import CSVInfo, csv_path, info_from_csv
+from runner.devtools.scaffold.generate import api_plan, init_plan
 
 REPO = Path(__file__).resolve().parents[2]
 DOMAIN = "example.com"

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from runner.cli import build_parser
-from runner.runflags import parse_size
+from runner.cli.main import build_parser
+from runner.cli.runflags import parse_size
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa, x25519
 
-from runner.certauthority import (
+from runner.util.certauthority import (
     CertificateAuthority,
     KeyType,
     cert_pem,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import main
+from runner.cli.main import main
 
 OPERATOR = str(Path(sys.executable).with_name("ansible-operator"))
 

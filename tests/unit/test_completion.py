@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.cli import build_parser, main
-from runner.completion import command_tree, render
+from runner.cli.completion import command_tree, render
+from runner.cli.main import build_parser, main
 
 BASH_COMPLETE = """
 source "$1"; shift

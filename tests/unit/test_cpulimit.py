@@ -1,4 +1,4 @@
-"""runner.cpulimit: the default workers per watch follow the cgroup CPU quota."""
+"""runner.util.cpulimit: the default workers per watch follow the cgroup CPU quota."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cpulimit import available_cpus, cgroup_cpu_limit
+from runner.util.cpulimit import available_cpus, cgroup_cpu_limit
 
 V1_MOUNTINFO = """\
 31 23 0:28 / {root} rw,relatime - tmpfs tmpfs rw,mode=755

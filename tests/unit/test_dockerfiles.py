@@ -21,7 +21,7 @@ from dockerfile_parse import DockerfileParser
 from dockerfile_parse.util import WordSplitter
 
 from runner import __version__
-from runner.scaffold.files_project import RUNTIME_IMAGE, RUNTIME_UID, dockerfile
+from runner.devtools.scaffold.files.toplevel import RUNTIME_IMAGE, RUNTIME_UID, dockerfile
 
 REPO = Path(__file__).resolve().parents[2]
 _FLAGGED = ("COPY", "ADD", "FROM", "RUN")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from runner.durations import (
+from runner.util.durations import (
     format_duration,
     format_duration_ns,
     parse_duration,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runner.fields import FieldError, describe, normalize_keys
+from runner.util.fields import FieldError, describe, normalize_keys
 
 
 def bad(name: str, raw: object, key: str, fragment: str) -> Any:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from runner.fields import FieldError
-from runner.labelselector import (
+from runner.util.fields import FieldError
+from runner.util.labelselector import (
     LabelSelector,
     LabelSelectorRequirement,
     parse_label_selector,

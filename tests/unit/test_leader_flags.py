@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from runner.cli.runflags import add_run_arguments
+from runner.cli.runsettings import leader_settings
 from runner.engine.leader import LeaderSettings
-from runner.runflags import add_run_arguments
-from runner.runsettings import leader_settings
 
 
 def test_the_lease_timing_flags_become_the_electors_settings() -> None:

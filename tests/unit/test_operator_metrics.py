@@ -23,11 +23,11 @@ def test_reconcile_result_is_counted_only_for_watches_that_manage_status(
     manages_status: bool, counted: bool
 ) -> None:
     metrics = OperatorMetrics()
-    controller = metrics.controller("memcached-v1alpha1-controller", workers=1)
+    controller = metrics.controller(
+        "memcached-v1alpha1-controller", gvk=GVK_, workers=1, manages_status=manages_status
+    )
     for result in ("success", "error"):
-        controller.finished(
-            GVK_, controller.started(), result=result, manages_status=manages_status
-        )
+        controller.finished(controller.started(), result=result)
     text = generate_latest(metrics.registry).decode()
     gvk = 'GVK="cache.example.com/v1alpha1, Kind=Memcached"'
     for outcome in ("succeeded", "failed"):

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from runner.progress import LineLimiter, Ticker, bar, format_elapsed, interactive, status_line
+from runner.util.progress import LineLimiter, Ticker, bar, format_elapsed, interactive, status_line
 
 
 @pytest.mark.parametrize(

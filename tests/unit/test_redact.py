@@ -1,4 +1,4 @@
-"""runner.redact: credentials and Secret data never reach a log line."""
+"""runner.util.redact: credentials and Secret data never reach a log line."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner.redact import (
+from runner.util.redact import (
     MESSAGE_LIMIT,
     REDACTED,
     cap_text,

@@ -10,16 +10,16 @@ import sys
 import textwrap
 from pathlib import Path
 
-from runner.cluster.certs import ensure_pki
-from runner.webhookserver.devsetup import write_dev_certificates
+from runner.devtools.cluster.certs import ensure_pki
+from runner.webhooks.server.devsetup import write_dev_certificates
 
 # Modules of other sub-commands, or of features off by default.
 NOT_ON_THE_RUN_PATH = (
     "cryptography",  # certificates: made only for webhooks or self-signed metrics
-    "runner.certauthority",
-    "runner.cluster.certs",
-    "runner.cluster.local",  # the local control plane (`cluster up`)
-    "runner.cluster.commands",
+    "runner.util.certauthority",
+    "runner.devtools.cluster.certs",
+    "runner.devtools.cluster.local",  # the local control plane (`cluster up`)
+    "runner.cli.clustercmd",
     "watchdog",  # `--reload` only
 )
 
@@ -27,10 +27,10 @@ NOT_ON_THE_RUN_PATH = (
 # runtime, load a given metrics certificate and look for a local cluster's CA.
 START = """
     import json, os, sys
-    from runner.cli import build_parser
-    from runner.runsettings import settings_from
-    import runner.run
-    from runner.cluster.trust import local_cluster_signer
+    from runner.cli.main import build_parser
+    from runner.cli.runsettings import settings_from
+    import runner.operator.run
+    from runner.devtools.cluster.trust import local_cluster_signer
     from runner.observability.serving import tls_context
 
     args = build_parser().parse_args(

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from runner.cli import build_parser
+from runner.cli.main import build_parser
+from runner.cli.runsettings import settings_from
 from runner.engine.leader import LeaderSettings
 from runner.errors import ConfigError
-from runner.runsettings import settings_from
-from runner.settings import Settings
+from runner.operator.settings import Settings
 
 
 def settings(*flags: str, environ: dict[str, str] | None = None) -> Settings:

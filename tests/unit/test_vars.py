@@ -1,4 +1,4 @@
-"""runner.vars: snake_case keys and the extra-vars of a run (SPEC "Extra-vars")."""
+"""runner.watches.extravars: snake_case keys and the extra-vars of a run (SPEC "Extra-vars")."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner.vars import (
+from runner.watches.extravars import (
     build_extra_vars,
     cr_var_name,
     mark_unsafe,

@@ -18,13 +18,13 @@ import pytest
 import yaml
 from support.fake_api import FakeAPI, RecordingBackend
 
-from runner import watches as watches_mod
-from runner.cli import main
-from runner.engine.reconciler import Reconciler, RunSettings
+from runner.cli.main import main
+from runner.cli.varscmd import cr_extra_vars, parse_cr, render
 from runner.errors import ConfigError
+from runner.operator.reconciler import Reconciler, RunSettings
 from runner.structs import GVK, NamespacedName
-from runner.varscmd import cr_extra_vars, parse_cr, render
-from runner.watches import Finalizer, Watch
+from runner.watches import model as watches_mod
+from runner.watches.model import Finalizer, Watch
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
@@ -272,8 +272,8 @@ def test_watches_are_loaded_with_the_paths_run_uses(
     expected_roles: str | None,
     expected_collections: str,
 ) -> None:
-    from runner.collections_path import bundled_collections_path
-    from runner.varscmd import watches_environ
+    from runner.ansible.bundledcollection import bundled_collections_path
+    from runner.cli.varscmd import watches_environ
 
     result = watches_environ(environ, roles_path=roles, collections_path=collections)
     assert result.get("ANSIBLE_ROLES_PATH") == expected_roles

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from runner.errors import ConfigError
-from runner.labelselector import LabelSelector, LabelSelectorRequirement
 from runner.structs import GVK
-from runner.watches import (
+from runner.util.labelselector import LabelSelector, LabelSelectorRequirement
+from runner.watches.model import (
     DEFAULT_COLLECTIONS_PATH,
     KNOWN_KEYS,
     Finalizer,
@@ -21,7 +21,7 @@ from runner.watches import (
     parse,
     spec_template_warning,
 )
-from runner.watchfields import env_suffix, role_candidates
+from runner.watches.watchfields import env_suffix, role_candidates
 
 MEMCACHED = GVK("cache.example.com", "v1alpha1", "Memcached")
 HEADER = "watches.yaml: entry 1 (cache.example.com/v1alpha1, Kind=Memcached): "

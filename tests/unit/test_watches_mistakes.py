@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from runner.errors import ConfigError
-from runner.watches import parse
+from runner.watches.model import parse
 
 HEAD = "- version: v1\n  group: web.example.com\n  kind: Site\n"
 ROLE_ENTRY = HEAD + "  role: site\n"
@@ -434,7 +434,7 @@ def test_run_logs_each_warning_once(
     """`run` loads the file again on a live reload; the warning is not repeated."""
     import argparse
 
-    from runner import run as run_mod
+    from runner.operator import run as run_mod
 
     (project / "watches.yaml").write_text(ROLE_ENTRY + "  ansibleVerbosity: 99\n")
     monkeypatch.chdir(project)
@@ -448,8 +448,8 @@ def test_run_logs_each_warning_once(
     monkeypatch.setattr(run_mod.logs, "configure", lambda **_kwargs: None)
     monkeypatch.setattr(run_mod, "locate_kubeconfig", lambda *_args: None)
     monkeypatch.setattr(run_mod, "prepare_environment", lambda *_args: None)
-    from runner.cli import build_parser
-    from runner.runsettings import settings_from
+    from runner.cli.main import build_parser
+    from runner.cli.runsettings import settings_from
 
     args: argparse.Namespace = build_parser().parse_args(["run"])
     with caplog.at_level(logging.WARNING, logger="ansible-operator"):

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from runner.errors import ConfigError
-from runner.fields import FieldPath
-from runner.yamlnodes import line_of, load_document, path_at
+from runner.util.fields import FieldPath
+from runner.util.yamlnodes import line_of, load_document, path_at
 
 TEXT = """\
 # a comment

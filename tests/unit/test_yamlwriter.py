@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runner.yamlwriter import CANONICAL, EDITABLE, YamlStyle, dump, dump_all
+from runner.util.yamlwriter import CANONICAL, EDITABLE, YamlStyle, dump, dump_all
 
 DATA = {"b": ["x", ""], "a": {"n": "3", "t": "true", "s": "a\nb\n"}, "e": {}}
 

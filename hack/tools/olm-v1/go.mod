@@ -6,7 +6,7 @@
 // proxy this project builds from: ./boxcutter-stub stands in for it (see its go.mod).
 // sigs.k8s.io/crdify's pseudo-version has no checksum database entry: this module was
 // resolved once with GONOSUMDB=sigs.k8s.io/crdify and its go.sum is committed.
-// added/ holds files the build adds to a copy of the module (runner/cluster/components.py).
+// added/ holds files the build adds to a copy of the module (runner/devtools/cluster/components.py).
 module ansible-operator.local/hack/tools/olm-v1
 
 go 1.26.3

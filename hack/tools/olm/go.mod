@@ -4,7 +4,7 @@
 // operator-lifecycle-manager v0.46.0 has no replace directives of its own (checked),
 // so none are copied; `go` is its go.mod's. The api version is the one OLM requires.
 // added/ holds a file the build adds to a copy of OLM's pkg/lib/server, with a one-line
-// edit, so each operator's health port can be set (runner/cluster/components.py).
+// edit, so each operator's health port can be set (runner/devtools/cluster/components.py).
 module ansible-operator.local/hack/tools/olm
 
 go 1.26.3

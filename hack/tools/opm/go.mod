@@ -1,7 +1,7 @@
 // Wrapper module: builds opm, which validates and serves our file-based catalogs.
 // Its own go.mod has no replace directives (checked for v1.73.0), so none are copied.
 // added/ holds a file the build adds to a copy of cmd/opm/serve, with a one-line edit,
-// so `opm serve` can listen on loopback only (runner/cluster/components.py).
+// so `opm serve` can listen on loopback only (runner/devtools/cluster/components.py).
 module ansible-operator.local/hack/tools/opm
 
 go 1.26.3

@@ -6,6 +6,6 @@
 it changes inside ansible-core is in `runner.ansible.hooks`.
 """
 
-from runner.ansible.fastbackend.backend import FastBackend
+from runner.ansible.fastbackend.fast import FastBackend
 
 __all__ = ["FastBackend"]

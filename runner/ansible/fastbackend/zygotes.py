@@ -1,6 +1,6 @@
 """The zygote seen from the operator: its process, its control socket, one run through it.
 
-`Zygote` starts `python -m runner.ansible.fastbackend.zygote` with one end of a
+`Zygote` starts `python -m runner.ansible.fastbackend.zygoteprocess` with one end of a
 `SOCK_SEQPACKET` socket pair, reads its messages on a thread of its own (ready, started,
 failed, exited: `wire.py`), hands it runs and cancels. `run_in` runs one prepared run in
 it the way ansible-runner runs one under pexpect: the `command` artifact written first
@@ -129,7 +129,7 @@ class _Run:
 
 
 class Zygote:
-    """One `python -m runner.ansible.fastbackend.zygote` process and its control socket."""
+    """One `python -m runner.ansible.fastbackend.zygoteprocess` process and its control socket."""
 
     def __init__(
         self,
@@ -148,7 +148,7 @@ class Zygote:
         try:
             self._process = subprocess.Popen(
                 [
-                    *(python, "-m", "runner.ansible.fastbackend.zygote"),
+                    *(python, "-m", "runner.ansible.fastbackend.zygoteprocess"),
                     *("--fd", str(theirs.fileno()), "--store", self._store),
                     *(discovery.argv() if discovery is not None else ()),
                 ],

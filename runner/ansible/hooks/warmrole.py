@@ -2,7 +2,7 @@
 
 A webhook answers in tens of milliseconds only if a request does not pay for a whole
 ansible-playbook (a fork, the CLI, the inventory, loading the play, callbacks). A warm
-runner process (`runner/ansible/warm/process.py`) does what ansible-playbook does up to
+runner process (`runner/ansible/warm/warmprocess.py`) does what ansible-playbook does up to
 the first task once — the command line of a full run parsed into `context.CLIARGS`, the
 same inventory file, the playbook (for a role, the same wrapper play) loaded and
 compiled — and then, per request, what ansible-playbook's linear strategy and a worker

@@ -1,6 +1,6 @@
 """The `zygote` hook: a warm ansible-playbook forked per run, its ansible-core side.
 
-The fast backend's zygote process (`runner/ansible/fastbackend/zygote.py`) imports and
+The fast backend's zygote process (`runner/ansible/fastbackend/zygoteprocess.py`) imports and
 warms once what every run needs, then forks one `ansible-playbook` per run. What that
 takes from ansible-core's internals is here, in one place with the other hooks:
 

@@ -1,5 +1,5 @@
 """The ansible-runner backend (`--ansible-backend runner`): see `backend.py`."""
 
-from runner.ansible.runnerbackend.backend import RunnerBackend
+from runner.ansible.runnerbackend.ansiblerunner import RunnerBackend
 
 __all__ = ["RunnerBackend"]

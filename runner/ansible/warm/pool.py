@@ -284,7 +284,7 @@ class WarmRunners:
             proc = await asyncio.create_subprocess_exec(
                 self._python,
                 "-m",
-                "runner.ansible.warm.process",
+                "runner.ansible.warm.warmprocess",
                 "--playbook",
                 str(target.playbook),
                 "--inventory",

@@ -1,26 +1,21 @@
-"""The Controller in process: each reconcile outcome does to the work queue what
-controller-runtime does, events for a busy key coalesce, a conflict on the finalizer
-patch is retried quietly, and the watch's own settings (manageStatus, selector, periods)
-decide what is reconciled and when."""
+"""The generic Controller in process, with a scripted reconciler: each outcome does to the
+work queue what controller-runtime does, events for a busy key coalesce, a bug in one
+reconcile is retried while the others go on, and the predicate, the gate and the global
+limit decide what runs and when. No Ansible anywhere."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from support.engine import Engine, Step, condition, failed, held, no_result, ok, until
+from support.engine import Engine, holds, raises, returns, until
 
-from runner.engine import reconciler
 from runner.engine.controller import Controller
-from runner.k8s.client import KubeClient
-from runner.k8s.errors import NotFound
-from runner.labelselector import parse_label_selector
-from runner.structs import GVK
-from runner.watches import Finalizer
-
-EVENT = GVK("", "v1", "Event")
+from runner.engine.outcome import Done, RequeueAfter, Retry, Terminal
+from runner.structs import bodies
 
 
 def reconciled(controller: Controller, count: int) -> Any:
@@ -38,137 +33,68 @@ def totals(engine: Engine, controller: Controller) -> dict[str, float]:
     }
 
 
-async def test_a_failed_run_is_retried_with_backoff_and_success_forgets_the_backoff(
-    engine: Engine,
-) -> None:
-    engine.backend.script("flaky", failed("not yet"), ok())
-    controller = await engine.controller(reconcile_period=0)
+async def test_a_retry_backs_off_and_done_forgets_the_backoff(engine: Engine) -> None:
+    engine.reconciler.script("flaky", returns(Retry("not yet")), returns(Done()))
+    controller = await engine.controller()
     key = engine.key("flaky")
     await engine.create("flaky")
 
     await until(reconciled(controller, 1), message="the failed reconcile")
     assert controller.queue.num_requeues(key) == 1, "Retry: add_rate_limited"
     assert engine.metric("workqueue_retries_total", name=controller.name) == 1
-    failure = condition(await engine.get("flaky"), "Failure")
-    assert failure is not None and failure["message"] == "not yet"
 
     await until(reconciled(controller, 2), message="the retry")
     assert controller.queue.num_requeues(key) == 0, "Done: the backoff is forgotten"
     assert controller.queue.delayed == 0 and len(controller.queue) == 0, "nothing is pending"
     assert totals(engine, controller) == {"success": 1, "error": 1, "requeue_after": 0}
-    successful = condition(await engine.get("flaky"), "Successful")
-    assert successful is not None and successful["status"] == "True"
 
 
-async def test_a_requeue_after_forgets_the_backoff_and_adds_the_key_after_the_delay(
+async def test_requeue_after_forgets_the_backoff_and_adds_the_key_after_the_delay(
     engine: Engine,
 ) -> None:
-    engine.backend.script("again", ok(requeue_after=0.2), ok(requeue_after=0.2))
-    controller = await engine.controller(reconcile_period=0)
+    again = returns(RequeueAfter(0.2))
+    engine.reconciler.script("again", returns(Retry("first")), again, again)
+    controller = await engine.controller()
     await engine.create("again")
 
-    await until(reconciled(controller, 1), message="the first reconcile")
+    await until(reconciled(controller, 2), message="the retry, then a requeue")
     assert controller.queue.delayed == 1, "RequeueAfter: added after the delay"
-    assert controller.queue.num_requeues(engine.key("again")) == 0
-    await until(reconciled(controller, 3), message="two requeues, then done")
-    assert engine.backend.runs("again") == 3
+    assert controller.queue.num_requeues(engine.key("again")) == 0, "and the backoff forgotten"
+    await until(reconciled(controller, 4), message="two requeues, then done")
+    assert engine.reconciler.runs("again") == 4
     assert controller.queue.delayed == 0
-    assert totals(engine, controller) == {"success": 1, "error": 0, "requeue_after": 2}
-    assert engine.metric("workqueue_retries_total", name=controller.name) == 0
+    assert totals(engine, controller) == {"success": 1, "error": 1, "requeue_after": 2}
 
 
-async def test_the_reconcile_period_and_its_per_cr_annotation_requeue(engine: Engine) -> None:
-    controller = await engine.controller(reconcile_period=0.3)
-    await engine.create(
-        "slow", annotations={"ansible.sdk.operatorframework.io/reconcile-period": "1h"}
-    )
-    await engine.create("fast")
-    await until(lambda: engine.backend.runs("fast") >= 3, message="fast runs every 0.3 s")
-    assert engine.backend.runs("slow") == 1
-    assert controller.queue.num_requeues(engine.key("fast")) == 0, "periods are no retries"
-
-
-async def test_a_terminal_outcome_is_recorded_and_not_retried_until_the_cr_changes(
-    engine: Engine, engine_kinds: dict[str, GVK], caplog: pytest.LogCaptureFixture
+async def test_terminal_is_counted_and_not_retried_until_the_object_changes(
+    engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    engine.gvk = engine_kinds["Strict"]  # its status schema rejects our conditions
-    controller = await engine.controller(reconcile_period=0)
-    key = engine.key("rejected")
+    engine.reconciler.script("rejected", returns(Terminal("422: the API refuses it")))
+    controller = await engine.controller()
     await engine.create("rejected", {"n": 1})
 
     await until(reconciled(controller, 1), message="the reconcile")
-    assert controller.queue.num_requeues(key) == 0, "Terminal: forgotten, not rate limited"
+    assert controller.queue.num_requeues(engine.key("rejected")) == 0, "forgotten"
     assert controller.queue.delayed == 0 and len(controller.queue) == 0
-    assert engine.metric("workqueue_retries_total", name=controller.name) == 0
     terminal = "controller_runtime_terminal_reconcile_errors_total"
     assert engine.metric(terminal, controller=controller.name) == 1
     assert totals(engine, controller)["error"] == 1
-    assert engine.backend.runs("rejected") == 0, "the Running condition was refused first"
-    events, _ = await engine.client.list(EVENT, namespace=engine.namespace)
-    warnings = [e for e in events if e.get("reason") == "ReconcileFailed"]
-    assert warnings and "422" in warnings[0]["message"]
-    assert not [r for r in caplog.records if r.exc_info], "no traceback for a known error"
+    assert not [r for r in caplog.records if r.exc_info], "no traceback for an outcome"
 
-    await engine.patch("rejected", {"spec": {"n": 2}})  # a new generation: looked at again
-    await until(reconciled(controller, 2), message="the reconcile of the new generation")
-    assert engine.metric(terminal, controller=controller.name) == 2
+    await engine.patch("rejected", {"spec": {"n": 2}})  # a new event: looked at again
+    await until(reconciled(controller, 2), message="the reconcile after the change")
+    assert engine.reconciler.runs("rejected") == 2
 
 
-class Meddling:
-    """A client through which somebody else writes the CR just before our first
-    finalizer patch: the API server answers that patch with a real 409 Conflict."""
-
-    def __init__(self, client: KubeClient) -> None:
-        self._client = client
-        self.meddled = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    async def patch(self, gvk: GVK, *, name: str, namespace: str | None, body: Any) -> Any:
-        if "finalizers" in (body.get("metadata") or {}) and not self.meddled:
-            self.meddled += 1
-            await self._client.patch(
-                gvk, name=name, namespace=namespace, body={"metadata": {"labels": {"m": "1"}}}
-            )
-        return await self._client.patch(gvk, name=name, namespace=namespace, body=body)
-
-
-async def test_a_conflict_on_the_finalizer_patch_is_retried_quietly(
-    engine: Engine, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.DEBUG, logger="ansible-operator")
-    finalizer = "engine.test.example.com/cleanup"
-    meddling = Meddling(engine.client)
-    engine.client = meddling  # type: ignore[assignment]
-    controller = await engine.controller(reconcile_period=0, finalizer=Finalizer(name=finalizer))
-    await engine.create("raced")
-
-    await until(
-        lambda: engine.backend.finished == ["raced"] and controller.queue.processing == 0,
-        message="the conflict, then the retry that runs",
-    )
-    assert meddling.meddled == 1
-    assert controller.reconciles >= 2, "the conflicting reconcile was retried"
-    obj = await engine.get("raced")
-    assert obj["metadata"]["finalizers"] == [finalizer]
-    assert obj["metadata"]["labels"] == {"m": "1"}, "the other writer's change is kept"
-    assert engine.backend.runs("raced") == 1, "the run waited for the finalizer"
-    loud = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
-    assert not loud, [r.getMessage() for r in loud]
-    quiet = [r.getMessage() for r in caplog.records if "409" in r.getMessage()]
-    assert quiet and "retried" in quiet[0]
-
-
-async def test_events_for_a_key_being_reconciled_coalesce_into_one_more_run(
+async def test_events_for_a_key_being_reconciled_coalesce_into_one_more_reconcile(
     engine: Engine,
 ) -> None:
     gate = asyncio.Event()
-    engine.backend.script("busy", held(gate))
-    controller = await engine.controller(reconcile_period=0)
+    engine.reconciler.script("busy", holds(gate))
+    controller = await engine.controller()
     key = engine.key("busy")
     await engine.create("busy", {"n": 0})
-    await until(lambda: engine.backend.in_flight == 1, message="the first run started")
+    await until(lambda: engine.reconciler.in_flight == 1, message="the first reconcile")
 
     for n in range(1, 6):
         await engine.patch("busy", {"spec": {"n": n}})
@@ -179,86 +105,80 @@ async def test_events_for_a_key_being_reconciled_coalesce_into_one_more_run(
 
     await until(seen_by_informer, message="the informer saw every update")
     gate.set()
-    await until(reconciled(controller, 2), message="one more run after the busy one")
-    assert engine.backend.runs("busy") == 2, "five updates during a run: one run more"
-    assert engine.backend.requests[-1].extravars["n"] == 5, "the run after sees the latest"
+    await until(reconciled(controller, 2), message="one more reconcile after the busy one")
+    assert engine.reconciler.runs("busy") == 2, "five updates during a reconcile: one more"
     assert len(controller.queue) == 0 and controller.queue.delayed == 0
-
-
-async def test_manage_status_false_writes_no_status(engine: Engine) -> None:
-    controller = await engine.controller(manage_status=False, reconcile_period=0)
-    await engine.create("quiet")
-    await until(reconciled(controller, 1), message="one reconcile")
-    assert engine.backend.runs("quiet") == 1
-    assert not (await engine.get("quiet")).get("status")
-
-
-async def test_the_selector_leaves_unlabelled_crs_alone_until_their_labels_match(
-    engine: Engine,
-) -> None:
-    selector = parse_label_selector({"matchLabels": {"team": "a"}})
-    controller = await engine.controller(selector=selector, reconcile_period=0)
-    await engine.create("other", labels={"team": "b"})
-    await engine.create("labelled", labels={"team": "a"})
-    await until(reconciled(controller, 1), message="the labelled CR")
-    assert engine.backend.runs("labelled") == 1
-    assert engine.backend.runs("other") == 0
-    assert condition(await engine.get("other"), "Running") is None
-
-    await engine.patch("other", {"metadata": {"labels": {"team": "a"}}})
-    await until(reconciled(controller, 2), message="the CR whose labels now match")
-    assert engine.backend.runs("other") == 1
-
-
-@pytest.mark.parametrize("finalizer", [False, True], ids=["no-finalizer", "finalizer"])
-async def test_a_cr_deleted_while_its_run_is_in_flight(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, finalizer: bool
-) -> None:
-    # A CR found deleted after its run is looked at again this soon (5 s in the operator).
-    monkeypatch.setattr(reconciler, "DELETED_DURING_RUN_DELAY", 0.2)
-    name = "engine.test.example.com/cleanup"
-    gate = asyncio.Event()
-    engine.backend.script("victim", held(gate))
-    controller = await engine.controller(
-        reconcile_period=0,
-        finalizer=Finalizer(name=name, vars={"cleaning": True}) if finalizer else None,
-    )
-    await engine.create("victim")
-    await until(lambda: engine.backend.in_flight == 1, message="the run started")
-    await engine.delete("victim")
-    gate.set()
-
-    await until(lambda: engine.key("victim") in engine.backend.forgotten, message="forgotten")
-    with pytest.raises(NotFound):
-        await engine.get("victim")
-    assert engine.metric("workqueue_retries_total", name=controller.name) == 0, "no error"
-    runs = [request.extravars.get("cleaning") for request in engine.backend.requests]
-    assert runs == ([None, True] if finalizer else [None]), "the finalizer's run, once"
-
-
-def raising(error: Exception) -> Step:
-    """A run that fails in a way nobody planned for (a bug)."""
-
-    async def step(_request: Any) -> Any:
-        raise error
-
-    return step
 
 
 async def test_a_bug_in_one_reconcile_is_retried_and_the_others_go_on(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    engine.backend.script("broken", raising(RuntimeError("a bug")))
-    engine.backend.script("missing", no_result("role: /scripted/role was not found"))
-    controller = await engine.controller(reconcile_period=0, max_concurrent_reconciles=2)
-    for name in ("broken", "missing", "fine"):
+    caplog.set_level(logging.ERROR, logger="ansible-operator.controller")
+    engine.reconciler.script("broken", raises(RuntimeError("a bug")))
+    controller = await engine.controller(workers=2)
+    for name in ("broken", "fine"):
         await engine.create(name)
 
-    await until(reconciled(controller, 5), message="the two retries and the good CR")
-    assert engine.backend.runs("broken") == engine.backend.runs("missing") == 2
-    assert engine.metric("workqueue_retries_total", name=controller.name) == 2
-    for name in ("broken", "missing", "fine"):
-        found = condition(await engine.get(name), "Successful")
-        assert found is not None and found["status"] == "True", name
-    tracebacks = [r.getMessage() for r in caplog.records if r.exc_info]
-    assert len(tracebacks) == 1 and "broken" in tracebacks[0], "only the bug has a traceback"
+    await until(reconciled(controller, 3), message="the bug's retry and the good object")
+    assert engine.reconciler.runs("broken") == 2 and engine.reconciler.runs("fine") == 1
+    assert engine.metric("workqueue_retries_total", name=controller.name) == 1
+    logged = [r for r in caplog.records if r.exc_info]
+    assert len(logged) == 1 and "a bug" in str(logged[0].exc_info[1]), "logged with traceback"
+
+
+def labelled_team_a(obj: Mapping[str, Any]) -> bool:
+    return bodies.labels(obj).get("team") == "a"
+
+
+async def test_the_predicate_decides_what_is_queued_and_enqueue_all_what_it_selects(
+    engine: Engine,
+) -> None:
+    def predicate(_event: str, new: Mapping[str, Any], _old: Mapping[str, Any] | None) -> bool:
+        return labelled_team_a(new)
+
+    controller = await engine.controller(predicate=predicate, selects=labelled_team_a)
+    await engine.create("other", labels={"team": "b"})
+    await engine.create("chosen", labels={"team": "a"})
+    await until(reconciled(controller, 1), message="the selected object")
+    assert engine.reconciler.runs("other") == 0
+
+    controller.enqueue_all()
+    await until(reconciled(controller, 2), message="everything selected, again")
+    assert (engine.reconciler.runs("chosen"), engine.reconciler.runs("other")) == (2, 0)
+
+
+async def test_the_global_limit_bounds_reconciles_across_workers(engine: Engine) -> None:
+    gate = asyncio.Event()
+    engine.reconciler.default = holds(gate)
+    controller = await engine.controller(workers=3, global_limit=asyncio.Semaphore(1))
+    for index in range(3):
+        await engine.create(f"o-{index}")
+    await until(lambda: controller.queue.processing == 3, message="three workers took keys")
+    await asyncio.sleep(0.2)
+    assert engine.reconciler.in_flight == 1, "one reconcile at a time under a limit of 1"
+    gate.set()
+    await until(reconciled(controller, 3), message="all three, one after another")
+    assert engine.reconciler.most_in_flight == 1
+
+
+class Gate:
+    """A gate the test opens: reconciles wait for it, outside the limit."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+
+    async def wait(self) -> None:
+        await self.open.wait()
+
+
+async def test_a_closed_gate_holds_reconciles_until_it_opens(engine: Engine) -> None:
+    gate = Gate()
+    controller = engine.make_controller()
+    controller.gate = gate
+    await engine.started(controller)
+    await engine.create("held")
+    await until(lambda: controller.queue.processing == 1, message="a worker took the key")
+    await asyncio.sleep(0.2)
+    assert engine.reconciler.runs("held") == 0, "held at the gate"
+    gate.open.set()
+    await until(reconciled(controller, 1), message="the reconcile once the gate opened")

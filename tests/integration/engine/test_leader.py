@@ -171,7 +171,7 @@ async def test_a_ring_members_lease_keeps_its_annotations_and_is_deleted_on_rele
     """A sharding member's Lease: it carries what the member announces (it is leaving)
     across renewals, its logs speak of membership, and a graceful exit deletes it."""
     from runner.engine.leader import LEASE
-    from runner.k8s.errors import NotFound
+    from runner.k8s.apierrors import NotFound
 
     settings = LeaderSettings(
         name="ring-m1",

@@ -14,8 +14,8 @@ import textwrap
 import pytest
 
 from runner.ansible import hooks
+from runner.ansible.bundledcollection import bundled_collections_path
 from runner.ansible.hooks import direct
-from runner.collections_path import bundled_collections_path
 
 REQUEUE = "ansible_collections.operator_sdk.util.plugins.modules.requeue_after"
 PROFILE = None if hooks.core_line(hooks.installed_core_version() or "") == "2.18" else "legacy"

@@ -1,4 +1,4 @@
-"""runner.ansible.events: job events -> RunResult (SPEC "Status", "Triggers")."""
+"""runner.ansible.jobevents: job events -> RunResult (SPEC "Status", "Triggers")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner.ansible.events import (
+from runner.ansible.jobevents import (
     NO_STATS_ERROR,
     UNKNOWN_FAILURE,
     EventCollector,

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from runner import run, version
 from runner.ansible import hooks
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.hooks import builder
 from runner.ansible.runnerbackend import RunnerBackend
+from runner.cli import versioncmd as version
+from runner.operator import run
 
 HOOKS_DIR = Path(hooks.__file__).parent
 

@@ -16,7 +16,7 @@ from runner.ansible.requirements import (
     parse,
     search_paths,
 )
-from runner.run import collection_warnings
+from runner.operator.run import collection_warnings
 
 GO_SCAFFOLD = """\
 ---

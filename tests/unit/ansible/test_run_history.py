@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from runner.ansible.artifacts import RunInfo, link_latest, list_runs
-from runner.ansible.events import FailedTask
 from runner.ansible.history import (
     CRDir,
     Target,
@@ -23,9 +22,10 @@ from runner.ansible.history import (
     summarize_events,
     summarize_run,
 )
+from runner.ansible.jobevents import FailedTask
 from runner.ansible.rundir import process_dirs
-from runner.cli import main
-from runner.history import find_cr, format_duration
+from runner.cli.historycmd import find_cr, format_duration
+from runner.cli.main import main
 
 TOKEN = "planted-secret-token-93ad"
 T0 = 1_800_000_000.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.ansible.artifacts import ARTIFACTS
-from runner.ansible.sweep import absent_crs, cr_data_dirs
+from runner.ansible.orphandirs import absent_crs, cr_data_dirs
 from runner.structs.gvk import GVK, NamespacedName
 
 GVK_ = GVK(group="cache.example.com", version="v1alpha1", kind="Memcached")

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from runner.collections_path import bundled_collections_path
+from runner.ansible.bundledcollection import bundled_collections_path
 
 WARM_UP = """
     import json, sys

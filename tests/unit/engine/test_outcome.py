@@ -14,7 +14,7 @@ from runner.engine.outcome import (
     result_label,
 )
 from runner.errors import AnsibleOperatorError, AnsibleRunError, ReconcileError
-from runner.k8s.errors import Conflict, Forbidden, Invalid, NotFound, Unavailable
+from runner.k8s.apierrors import Conflict, Forbidden, Invalid, NotFound, Unavailable
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runner.engine.predicates import should_reconcile
-from runner.labelselector import parse_label_selector
+from runner.util.labelselector import parse_label_selector
 
 
 def obj(

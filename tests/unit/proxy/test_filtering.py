@@ -1,6 +1,6 @@
 """Field selector strings, and LIST answers built from cached objects.
 
-The label selector strings LISTs carry are parsed by `runner.labelselector` (tested there).
+The label selector strings LISTs carry are parsed by `runner.util.labelselector` (tested there).
 """
 
 from __future__ import annotations
@@ -10,11 +10,7 @@ from typing import Any
 
 import pytest
 
-from runner.proxy.filtering import (
-    filter_objects,
-    list_body,
-    parse_field_selector_string,
-)
+from runner.proxy.filtering import filter_objects, list_body, parse_field_selector_string
 
 POD = {
     "apiVersion": "v1",

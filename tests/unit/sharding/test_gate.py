@@ -25,7 +25,7 @@ def _attached() -> tuple[Sharder, Any]:
         namespaces=None,
     )
     controller = SimpleNamespace(
-        watch=SimpleNamespace(gvk=GVK_),
+        gvk=GVK_,
         informer=Informer(cast(Any, None), GVK_),
         queue=WorkQueue[NamespacedName](),
         admit=None,

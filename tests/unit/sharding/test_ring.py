@@ -18,7 +18,7 @@ from runner.sharding.ring import (
     owner_of,
     unowned_selector,
 )
-from runner.sharding.status import member_rows
+from runner.sharding.ringstatus import member_rows
 from runner.structs import GVK, NamespacedName
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from runner.redact import MESSAGE_LIMIT
 from runner.status.conditions import (
     AnsibleResult,
     failed,
@@ -20,6 +19,7 @@ from runner.status.conditions import (
     running,
     succeeded,
 )
+from runner.util.redact import MESSAGE_LIMIT
 
 OLD = "2024-01-01T00:00:00Z"
 EARLIER = "2024-06-01T12:00:00Z"

@@ -15,14 +15,14 @@ import pytest
 from aiohttp import ClientSession, TCPConnector
 from prometheus_client import CollectorRegistry
 
-from runner.ansible.events import FailedTask, RunResult
 from runner.ansible.inputs import RunRequest
+from runner.ansible.jobevents import FailedTask, RunResult
 from runner.errors import AnsibleRunError
 from runner.structs import GVK
 from runner.webhooks.declarations import Webhook
-from runner.webhookserver.devsetup import write_dev_certificates
-from runner.webhookserver.roles import RunOptions, WebhookMetrics, WebhookRunner
-from runner.webhookserver.server import CertificateReloader, WebhookServer
+from runner.webhooks.server.devsetup import write_dev_certificates
+from runner.webhooks.server.https import CertificateReloader, WebhookServer
+from runner.webhooks.server.roles import RunOptions, WebhookMetrics, WebhookRunner
 
 GVK_ = GVK("cache.example.com", "v1alpha1", "Memcached")
 Behaviour = Callable[[RunRequest], Any]

@@ -13,8 +13,8 @@ from runner.ansible.fastbackend import FastBackend
 from runner.ansible.runnerbackend import RunnerBackend
 from runner.structs import GVK
 from runner.webhooks.declarations import Webhook
-from runner.webhookserver import runtime
-from runner.webhookserver.roles import RunOptions
+from runner.webhooks.server import runtime
+from runner.webhooks.server.roles import RunOptions
 
 WEBHOOK = Webhook(
     type="validating", gvk=GVK("cache.example.com", "v1alpha1", "Memcached"), role=Path("/r/v")

@@ -1,5 +1,5 @@
 // Added to a copy of OLM's module at build time as cmd/grpc_health_probe (see
-// runner/cluster/components.py): it builds with the gRPC release OLM already requires.
+// runner/devtools/cluster/components.py): it builds with the gRPC release OLM already requires.
 //
 // Command grpc_health_probe asks a gRPC server for its health (grpc.health.v1) and exits
 // 0 when it reports SERVING. OLM's catalog operator probes every catalog registry pod

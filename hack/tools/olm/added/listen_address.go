@@ -1,5 +1,5 @@
 // Added to OLM's pkg/lib/server at build time (on a copy of the module, see
-// runner/cluster/components.py): OLM binds its health and metrics server to a fixed
+// runner/devtools/cluster/components.py): OLM binds its health and metrics server to a fixed
 // ":8080" (":8443" with TLS), which two operators run as local processes cannot share.
 
 package server

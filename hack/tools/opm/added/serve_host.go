@@ -1,5 +1,5 @@
 // Added to operator-registry's cmd/opm/serve at build time (on a copy of the module, see
-// runner/cluster/components.py): `opm serve` listens on ":<port>", every interface,
+// runner/devtools/cluster/components.py): `opm serve` listens on ":<port>", every interface,
 // and has no flag for the host.
 
 package serve

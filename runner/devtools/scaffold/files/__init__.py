@@ -1,0 +1,1 @@
+"""The files `init` and `create api` write, one module per part of a project."""

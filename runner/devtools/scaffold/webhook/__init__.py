@@ -1,0 +1,1 @@
+"""`create webhook`: the roles, configuration and Molecule scenario of a kind's webhooks."""
