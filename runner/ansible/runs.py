@@ -68,7 +68,7 @@ class Runs:
     A backend builds one and hands `run`, `forget` and `close` to it. Each run goes to a
     worker thread (so the event loop never blocks): the data directory is written
     (`inputs.py`), ansible-runner's `RunnerConfig` prepared, `step` runs it while the
-    job events become a `RunResult` (`events.py`) and reach the caller, then the
+    job events become a `RunResult` (`jobevents.py`) and reach the caller, then the
     artifacts are rotated and `artifacts/latest` points at the run.
 
     Why threads are safe here: ansible-runner, used this way, changes no process-wide

@@ -5,7 +5,7 @@ Running condition -> extra-vars -> Ansible run -> finalizer removal -> final con
 -> what to do next: an `Outcome` value (`outcome.py`) the controller applies to its work
 queue. A reconcile returns one whatever happens; the project's errors it meets on the way
 become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it. Its
-writes to the CR (status, finalizer), with their conflict retries, are `writes.py`'s.
+writes to the CR (status, finalizer), with their conflict retries, are `crwriter.py`'s.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The fast backend (`--ansible-backend fast`): runs forked from a warm zygote.
 
-`backend.py` (`FastBackend`: the zygotes of an operator, the fallback to ansible-runner),
+`fast.py` (`FastBackend`: the zygotes of an operator, the fallback to ansible-runner),
 `zygotes.py` (one zygote process and one run through it, seen from the operator),
-`zygote.py` (the zygote process itself), `wire.py` (what the two agree on, pure). What
+`zygoteprocess.py` (the zygote process itself), `wire.py` (what the two agree on, pure). What
 it changes inside ansible-core is in `runner.ansible.hooks`.
 """
 

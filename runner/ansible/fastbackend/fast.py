@@ -4,7 +4,7 @@
 interpreter importing ansible-core, about 0.5 s of CPU) and that starts a new interpreter
 for every module task (0.3 s for a no-op, 0.7 s for `kubernetes.core.k8s_info`, most of
 it `import kubernetes`). Here one zygote process per operator imports and warms all of
-that once (`zygote.py`, its ansible-core side in `runner.ansible.hooks`); every run is a
+that once (`zygoteprocess.py`, its ansible-core side in `runner.ansible.hooks`); every run is a
 fork of it running ansible-playbook's CLI in process (`zygotes.run_in`), and allow-listed
 Python modules run as forks of the warm worker or in process (the `modexec` hook).
 

@@ -1,7 +1,7 @@
 """The pure parts of the fast backend: what crosses between its processes, and why.
 
-The fast backend (`backend.py`) runs each Ansible run as a fork of a warm zygote process
-(`zygote.py`). Everything the two need to agree on, and can decide without IO, lives here
+The fast backend (`fast.py`) runs each Ansible run as a fork of a warm zygote process
+(`zygoteprocess.py`). Everything the two need to agree on, and can decide without IO, lives here
 so it is tested by tables:
 
 - the control messages between the operator and the zygote (one JSON object per

@@ -1,6 +1,6 @@
 """The zygote process: a warm process that forks one `ansible-playbook` per run.
 
-Started by the fast backend (`backend.py`) as `python -m runner.ansible.fastbackend.zygoteprocess
+Started by the fast backend (`fast.py`) as `python -m runner.ansible.fastbackend.zygoteprocess
 --fd N --store DIR` (DIR: its private directory, for the payload store; the backend
 removes it), one per operator (per distinct run environment, see `wire.zygote_key`). It
 warms up once what every run needs (the `zygote` hook, `runner.ansible.hooks.zygote`:

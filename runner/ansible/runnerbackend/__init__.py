@@ -1,4 +1,4 @@
-"""The ansible-runner backend (`--ansible-backend runner`): see `backend.py`."""
+"""The ansible-runner backend (`--ansible-backend runner`): see `ansiblerunner.py`."""
 
 from runner.ansible.runnerbackend.ansiblerunner import RunnerBackend
 

@@ -1,7 +1,7 @@
 """The operator's side of the warm runners: a few processes per webhook, one request each.
 
 `WarmRunners.run(key, ...)` answers one request of one webhook (`key`) with the job
-events of its tasks, run in one of that webhook's warm processes (`process.py`), or None
+events of its tasks, run in one of that webhook's warm processes (`warmprocess.py`), or None
 when the webhook needs a full run (its play is not one the warm runner runs, its process
 cannot start, or warm runs are off). Per webhook:
 

@@ -8,8 +8,8 @@ Validating/MutatingWebhookConfiguration, rendered from every webhooks.yaml entry
 Certificate whose CA cert-manager injects), and the kustomize wiring in `config/default`
 and, for conversion, `config/crd`; and a Molecule scenario, `molecule/<kind>-webhooks`,
 that asks the API server for what the roles do. Pure like `generate.py`: a `Plan` from
-file texts. The new files are rendered by `webhook_files.py`, the scenario by
-`webhook_molecule.py`; the edits to files the project has are `webhook_edits.py`.
+file texts. The new files are rendered by `files.py`, the scenario by
+`moleculescenario.py`; the edits to files the project has are `edits.py`.
 """
 
 from __future__ import annotations
