@@ -3,6 +3,7 @@
 The Go operator reconciles a primary when its generation changed (or it has none),
 optionally when its annotations changed, and only when its labels match the watch's
 selector. We add one case it misses: an object whose labels start to match is new to us.
+`priority_of` says how urgent an event that passed is, as controller-runtime's handlers do.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from runner.engine.queue import Priority
 from runner.structs import bodies
 from runner.util.labelselector import LabelSelector, selector_matches
 
@@ -42,3 +44,24 @@ def should_reconcile(
     if generation is None or generation != old_meta.get("generation"):
         return True
     return watch_annotations and new_meta.get("annotations") != old_meta.get("annotations")
+
+
+def priority_of(
+    event: str,
+    new: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    *,
+    initial_list: bool = False,
+) -> Priority:
+    """The queue priority of an event on a primary resource, after controller-runtime's
+    `WithLowPriorityWhenUnchanged`: LOW for what brings no change (an object of the
+    initial list, `initial_list` being whether the informer has not synced yet; an update
+    whose resourceVersion did not move, i.e. a resync), HIGH for the rest (an object
+    created, changed or deleted, a relist after the watch expired included)."""
+    if event == "DELETED":
+        return Priority.HIGH
+    if event == "ADDED" or old is None:
+        return Priority.LOW if initial_list else Priority.HIGH
+    version = bodies.resource_version(new)
+    unchanged = version != "" and version == bodies.resource_version(old)
+    return Priority.LOW if unchanged else Priority.HIGH

@@ -105,8 +105,13 @@ class OperatorMetrics:
             ["controller"],
             registry=r,
         )
+        # Depth and wait by priority: controller-runtime's numbers ("0", "-100"), or ""
+        # for a queue without priorities (which Prometheus stores as no label at all).
         self.queue_depth = Gauge(
-            "workqueue_depth", "Keys waiting in the work queue", ["name"], registry=r
+            "workqueue_depth",
+            "Keys waiting in the work queue, by priority",
+            ["name", "priority"],
+            registry=r,
         )
         self.queue_adds = Counter(
             "workqueue_adds_total", "Adds handled by the work queue", ["name"], registry=r
@@ -116,8 +121,8 @@ class OperatorMetrics:
         )
         self.queue_latency = Histogram(
             "workqueue_queue_duration_seconds",
-            "Time a key waits in the queue before it is processed",
-            ["name"],
+            "Time a key waits in the queue before it is processed, by priority",
+            ["name", "priority"],
             buckets=_QUEUE_BUCKETS,
             registry=r,
         )
@@ -152,20 +157,36 @@ class ControllerMetrics:
         self._gvk = gvk
         self._manages_status = manages_status
         self._active = metrics.active_workers.labels(controller=name)
-        self._depth = metrics.queue_depth.labels(name=name)
         self._adds = metrics.queue_adds.labels(name=name)
         self._retries = metrics.queue_retries.labels(name=name)
-        self._latency = metrics.queue_latency.labels(name=name)
+        # By priority label. A queue reports a depth of 0 at each of its priorities when
+        # it starts, which creates that priority's depth and wait series.
+        self._depth: dict[str, Gauge] = {}
+        self._latency: dict[str, Histogram] = {}
 
     # QueueMetrics
     def added(self) -> None:
         self._adds.inc()
 
-    def depth(self, keys: int) -> None:
-        self._depth.set(keys)
+    def depth(self, keys: int, priority: str = "") -> None:
+        gauge = self._depth.get(priority)
+        if gauge is None:
+            gauge = self._by_priority(priority)
+        gauge.set(keys)
 
-    def waited(self, seconds: float) -> None:
-        self._latency.observe(seconds)
+    def waited(self, seconds: float, priority: str = "") -> None:
+        histogram = self._latency.get(priority)
+        if histogram is None:
+            self._by_priority(priority)
+            histogram = self._latency[priority]
+        histogram.observe(seconds)
+
+    def _by_priority(self, priority: str) -> Gauge:
+        self._latency[priority] = self._m.queue_latency.labels(name=self.name, priority=priority)
+        gauge = self._depth[priority] = self._m.queue_depth.labels(
+            name=self.name, priority=priority
+        )
+        return gauge
 
     def retried(self) -> None:
         self._retries.inc()

@@ -164,7 +164,8 @@ def test_probes_metrics_and_events(
         f'ansible_operator_reconcile_result{{{gvk},result="failed"}}',
         f"ansible_operator_reconciles_bucket{{{gvk},",
         f'resource_created_at_seconds{{group="{GROUP}",kind="Observed",name="good"',
-        'workqueue_depth{name="observed-v1alpha1-controller"}',
+        # By priority: "0"/"-100", or "" for a queue without priorities.
+        'workqueue_depth{name="observed-v1alpha1-controller",priority="',
         'workqueue_retries_total{name="observed-v1alpha1-controller"}',
         'controller_runtime_reconcile_total{controller="observed-v1alpha1-controller",result="error"}',
         "observed_runs ",  # exactly the name the role gave, as in the original

@@ -144,7 +144,7 @@ def dashboard(project: str) -> str:
         _row("Work queue", 17),
         _panel(
             "Queue depth",
-            [(f"workqueue_depth{{{_SELECTOR}}}", "{{name}}")],
+            [(f"workqueue_depth{{{_SELECTOR}}}", "{{name}} {{priority}}")],
             unit="none",
             x=0,
             y=18,

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from runner.engine.predicates import should_reconcile
+from runner.engine.predicates import priority_of, should_reconcile
+from runner.engine.queue import Priority
 from runner.util.labelselector import parse_label_selector
 
 
@@ -103,3 +104,37 @@ def test_should_reconcile(
         should_reconcile(event, new, old, selector=selector, watch_annotations=annotations)
         is expected
     )
+
+
+def versioned(resource_version: str, generation: int = 1) -> dict[str, Any]:
+    body = obj(generation)
+    body["metadata"]["resourceVersion"] = resource_version
+    return body
+
+
+HIGH, LOW = Priority.HIGH, Priority.LOW
+
+
+@pytest.mark.parametrize(
+    ("event", "new", "old", "initial_list", "expected"),
+    [
+        pytest.param("ADDED", versioned("5"), None, True, LOW, id="initial-list"),
+        pytest.param("ADDED", versioned("5"), None, False, HIGH, id="created"),
+        pytest.param("MODIFIED", versioned("6", 2), versioned("5"), False, HIGH, id="spec-changed"),
+        # A relist after the watch expired emits only what changed: news, not a resync.
+        pytest.param("MODIFIED", versioned("6"), versioned("5"), True, HIGH, id="relist-change"),
+        pytest.param("MODIFIED", versioned("5"), versioned("5"), False, LOW, id="resync"),
+        pytest.param("MODIFIED", obj(), obj(), False, HIGH, id="no-resource-version"),
+        pytest.param("MODIFIED", versioned("5"), None, True, LOW, id="no-old-while-listing"),
+        pytest.param("DELETED", versioned("5"), versioned("5"), False, HIGH, id="deleted"),
+        pytest.param("DELETED", versioned("5"), None, True, HIGH, id="deleted-while-listing"),
+    ],
+)
+def test_priority_of(
+    event: str,
+    new: dict[str, Any],
+    old: dict[str, Any] | None,
+    initial_list: bool,
+    expected: Priority,
+) -> None:
+    assert priority_of(event, new, old, initial_list=initial_list) is expected
