@@ -7,6 +7,16 @@ after the delay; Retry -> rate-limited requeue; Terminal -> forget, no requeue.
 
 The controller knows nothing of what a reconcile is: it is given an informer, a
 `Reconciler` (`outcome.py`), and the predicate deciding which events are worth one.
+
+Priorities (`prioritized`, on by default; see `queue.py`): an event passed by the
+predicate is queued at `predicates.priority_of`'s priority (LOW for the informer's initial
+list, HIGH for an object created, changed or deleted); `Manager.enqueue` (a dependent
+changed) adds HIGH; a RequeueAfter (the reconcile period, a role's requeue_after) is LOW;
+a Retry keeps the priority its key was handed out with; `enqueue_all` is LOW.
+
+A `ConcurrencyLimiter` (memory, in the Ansible operator) is awaited before a worker takes
+a key: while it holds the workers back the keys stay in the queue, in priority order,
+so that the next one admitted is the most urgent one.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, assert_never
 
 from runner.engine.outcome import (
@@ -26,7 +37,8 @@ from runner.engine.outcome import (
     Terminal,
     result_label,
 )
-from runner.engine.queue import WorkQueue
+from runner.engine.predicates import priority_of
+from runner.engine.queue import Priority, QueueShutDown, WorkQueue
 from runner.k8s.informer import DELETED, Informer
 from runner.observability.metrics import ControllerMetrics
 from runner.structs import GVK, NamespacedName
@@ -48,6 +60,14 @@ class Gate(Protocol):
     async def wait(self) -> None: ...
 
 
+class ConcurrencyLimiter(Protocol):
+    """Decides whether one more reconcile may start now (beyond the worker count and the
+    global limit): `slot(name)` waits until a reconcile of controller `name` may start
+    and is held while it runs. It must always let at least one reconcile run."""
+
+    def slot(self, name: str) -> AbstractAsyncContextManager[object]: ...
+
+
 class Controller:
     """Watches one primary GVK and keeps its objects reconciled."""
 
@@ -64,12 +84,15 @@ class Controller:
         gate: Gate | None = None,
         global_limit: asyncio.Semaphore | None = None,
         metrics: ControllerMetrics | None = None,
+        prioritized: bool = True,
+        limiter: ConcurrencyLimiter | None = None,
     ) -> None:
         self.name = name
         self.gvk = gvk
         self._workers = max(1, workers)
         self._metrics = metrics
-        self.queue: WorkQueue[NamespacedName] = WorkQueue(metrics=metrics)
+        self.queue: WorkQueue[NamespacedName] = WorkQueue(metrics=metrics, prioritized=prioritized)
+        self._limiter = limiter
         self.gate = gate
         self.informer = informer
         informer.add_handler(self._on_event)
@@ -91,7 +114,8 @@ class Controller:
             else:
                 self._metrics.resource_seen(new)
         if self._predicate is None or self._predicate(event, new, old):
-            self.queue.add(object_key(new))
+            initial = not self.informer.synced.is_set()
+            self.queue.add(object_key(new), priority_of(event, new, old, initial_list=initial))
 
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.informer.run(), name=f"{self.name}-informer"))
@@ -105,20 +129,39 @@ class Controller:
         await self.informer.synced.wait()
 
     async def _worker(self) -> None:
+        if self._limiter is not None:
+            await self._limited_worker(self._limiter)
+            return
         while True:
             key = await self.queue.get()
-            try:
-                if self.gate is not None:
-                    await self.gate.wait()
-                if self._global_limit is None:
+            await self._process(key)
+
+    async def _limited_worker(self, limiter: ConcurrencyLimiter) -> None:
+        """Wait for a key, then for the limiter, and only then take the key that is first
+        in line: what waits for the limiter stays queued (and can still be raised)."""
+        while True:
+            await self.queue.wait_ready()
+            async with limiter.slot(self.name):
+                if self.queue.shutting_down:
+                    raise QueueShutDown()
+                if not len(self.queue):
+                    continue  # another worker took it meanwhile
+                key = await self.queue.get()
+                await self._process(key)
+
+    async def _process(self, key: NamespacedName) -> None:
+        try:
+            if self.gate is not None:
+                await self.gate.wait()
+            if self._global_limit is None:
+                outcome = await self._admitted(key)
+            else:
+                async with self._global_limit:
                     outcome = await self._admitted(key)
-                else:
-                    async with self._global_limit:
-                        outcome = await self._admitted(key)
-                if outcome is not None:
-                    self._apply(key, outcome)
-            finally:
-                self.queue.done(key)
+            if outcome is not None:
+                self._apply(key, outcome)
+        finally:
+            self.queue.done(key)
 
     async def _admitted(self, key: NamespacedName) -> Outcome | None:
         return await self._reconcile(key) if self.admit(key) else None
@@ -150,7 +193,7 @@ class Controller:
                 self.queue.forget(key)
             case RequeueAfter(delay=delay):
                 self.queue.forget(key)
-                self.queue.add_after(key, delay)
+                self.queue.add_after(key, delay, Priority.LOW)
             case Retry(routine=routine):
                 delay = self.queue.add_rate_limited(key)
                 log.log(
@@ -166,10 +209,11 @@ class Controller:
                 assert_never(outcome)
 
     def enqueue_all(self) -> None:
-        """Reconcile again every known object the controller selects (its logic changed)."""
+        """Reconcile again every known object the controller selects (its logic changed),
+        at LOW priority: like a resync, it brings no news about any one object."""
         for obj in self.informer.list():
             if self._selects is None or self._selects(obj):
-                self.queue.add(object_key(obj))
+                self.queue.add(object_key(obj), Priority.LOW)
 
     async def stop(self, *, timeout: float, cut_off: asyncio.Event | None = None) -> None:
         """Stop taking work; let reconciles in flight finish for up to `timeout` s (or

@@ -17,6 +17,7 @@ from typing import Any
 
 from runner.engine.controller import Controller
 from runner.engine.leader import LeaderElector
+from runner.engine.queue import Priority
 from runner.structs import GVK, NamespacedName
 
 log = logging.getLogger("ansible-operator.manager")
@@ -69,10 +70,11 @@ class Manager:
         await self.add(controller)
 
     def enqueue(self, gvk: GVK, key: NamespacedName) -> None:
-        """Reconcile `key` of the primary kind `gvk` (a dependent of it changed)."""
+        """Reconcile `key` of the primary kind `gvk` (a dependent of it changed: news, so
+        at HIGH priority)."""
         for controller in self.controllers:
             if controller.gvk == gvk:
-                controller.queue.add(key)
+                controller.queue.add(key, Priority.HIGH)
 
     async def start(self) -> None:
         self._started = True

@@ -283,11 +283,18 @@ class WorkQueue(Generic[K]):
 
     async def get_with_priority(self) -> tuple[K, Priority]:
         """`get`, and the priority the key was queued at (HIGH without priorities)."""
+        await self.wait_ready()
+        return self._pop()
+
+    async def wait_ready(self) -> None:
+        """Wait until a key is ready to be handed out, without taking it (a worker that
+        must pass a limiter first leaves the key queued meanwhile). Raises QueueShutDown
+        once the queue is shut down."""
         while True:
             if self._shut_down:
                 raise QueueShutDown()
             if self._waiting:
-                return self._pop()
+                return
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:
