@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["available_cpus", "cgroup_cpu_limit"]
+__all__ = ["available_cpus", "cgroup_cpu_limit", "cgroup_directories"]
 
 PROC_SELF = Path("/proc/self")
 
@@ -46,17 +46,25 @@ def available_cpus(proc_self: Path = PROC_SELF) -> int:
 
 def cgroup_cpu_limit(proc_self: Path = PROC_SELF) -> float | None:
     """The CPU quota of this process's cgroups in CPUs (0.5 for 500m), or None."""
-    mounts = _cgroup_mounts(_read(proc_self / "mountinfo"))
     limits: list[float] = []
-    for version, path in _own_cgroups(_read(proc_self / "cgroup")):
-        for mount in mounts:
-            if mount.version != version:
-                continue
-            for directory in _directories(mount, path):
-                limit = _quota(directory, version)
-                if limit is not None:
-                    limits.append(limit)
+    for version, directory in cgroup_directories("cpu", proc_self):
+        limit = _quota(directory, version)
+        if limit is not None:
+            limits.append(limit)
     return min(limits) if limits else None
+
+
+def cgroup_directories(controller: str, proc_self: Path = PROC_SELF) -> list[tuple[int, Path]]:
+    """(version, directory) of this process's cgroup and of every cgroup above it, its
+    own first, in the v2 hierarchy and in the v1 hierarchy of `controller` (a v2
+    directory may lack the controller's files: in a hybrid layout v1 has it)."""
+    mounts = _cgroup_mounts(_read(proc_self / "mountinfo"), controller)
+    found: list[tuple[int, Path]] = []
+    for version, path in _own_cgroups(_read(proc_self / "cgroup"), controller):
+        for mount in mounts:
+            if mount.version == version:
+                found += [(version, directory) for directory in _directories(mount, path)]
+    return found
 
 
 def _read(path: Path) -> str:
@@ -66,8 +74,8 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _cgroup_mounts(mountinfo: str) -> list[_Mount]:
-    """cgroup2 mounts, and cgroup v1 mounts that carry the `cpu` controller."""
+def _cgroup_mounts(mountinfo: str, controller: str) -> list[_Mount]:
+    """cgroup2 mounts, and cgroup v1 mounts that carry `controller`."""
     mounts = []
     for line in mountinfo.splitlines():
         before, _, after = line.partition(" - ")
@@ -77,7 +85,7 @@ def _cgroup_mounts(mountinfo: str) -> list[_Mount]:
         root, mount_point = PurePosixPath(fields[3]), Path(_unescape(fields[4]))
         if tail[0] == "cgroup2":
             mounts.append(_Mount(2, root, mount_point))
-        elif tail[0] == "cgroup" and "cpu" in tail[2].split(","):
+        elif tail[0] == "cgroup" and controller in tail[2].split(","):
             mounts.append(_Mount(1, root, mount_point))
     return mounts
 
@@ -89,8 +97,8 @@ def _unescape(field: str) -> str:
     return field
 
 
-def _own_cgroups(cgroup: str) -> list[tuple[int, PurePosixPath]]:
-    """(version, path) of this process in the v2 hierarchy and the v1 `cpu` one."""
+def _own_cgroups(cgroup: str, controller: str) -> list[tuple[int, PurePosixPath]]:
+    """(version, path) of this process in the v2 hierarchy and the v1 `controller` one."""
     found = []
     for line in cgroup.splitlines():
         parts = line.split(":", 2)
@@ -99,7 +107,7 @@ def _own_cgroups(cgroup: str) -> list[tuple[int, PurePosixPath]]:
         hierarchy, controllers, path = parts
         if hierarchy == "0" and controllers == "":
             found.append((2, PurePosixPath(path)))
-        elif "cpu" in controllers.split(","):
+        elif controller in controllers.split(","):
             found.append((1, PurePosixPath(path)))
     return found
 
