@@ -43,6 +43,16 @@ def _add_bool(group: argparse._ArgumentGroup, flag: str, *, default: bool, help:
     )
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text.strip()}")
+    return value
+
+
 def int_in_range(low: int, high: int | None = None, *, hint: str = "") -> Any:
     """An argparse type: an integer from `low` to `high` (no upper bound when None)."""
 
@@ -182,6 +192,23 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="reconciles run at once across all watches (0: no global limit)",
+    )
+    _add_bool(
+        ansible,
+        "--priority-queue",
+        default=True,
+        help="reconcile created, changed and deleted resources (and those whose dependents "
+        "changed) before the initial list, reconcile-period resyncs and requeue_after; "
+        "=false: one FIFO queue, as the Go operator",
+    )
+    ansible.add_argument(
+        "--memory-limit-fraction",
+        type=_fraction,
+        default=0.85,
+        metavar="F",
+        help="start no Ansible run that would take the operator's memory over this "
+        "fraction of its cgroup memory limit (memory.max): it waits in the queue; "
+        "0: no such limit; without a cgroup memory limit, never applies",
     )
     ansible.add_argument(
         "--ansible-verbosity",

@@ -59,6 +59,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Setti
         reconcile_timeout=reconcile_timeout,
         max_concurrent_reconciles=args.max_concurrent_reconciles,
         max_workers=args.max_workers,
+        priority_queue=args.priority_queue,
+        memory_limit_fraction=args.memory_limit_fraction,
         ansible_verbosity=args.ansible_verbosity,
         ansible_args=args.ansible_args,
         ansible_log_events=args.ansible_log_events,

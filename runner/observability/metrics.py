@@ -32,6 +32,10 @@ from runner import __version__
 from runner.structs import GVK, bodies
 
 _RECONCILE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300, float("inf"))
+_MEMORY_BUCKETS = (
+    *(float(mib << 20) for mib in (8, 16, 32, 64, 128, 256, 512, 1024)),
+    float("inf"),
+)
 _QUEUE_BUCKETS = (*tuple(10.0**exponent for exponent in range(-8, 4)), float("inf"))
 
 
@@ -134,6 +138,8 @@ class OperatorMetrics:
             registry=r,
         )
 
+        self.memory = MemoryMetrics(r)
+
     # -- what the engine reports ---------------------------------------------------------
 
     def controller(
@@ -144,6 +150,57 @@ class OperatorMetrics:
         `manageStatus`), so they count in `ansible_operator_reconcile_result`."""
         self.max_concurrent.labels(controller=name).set(workers)
         return ControllerMetrics(self, name, gvk=gvk, manages_status=manages_status)
+
+
+class MemoryMetrics:
+    """What the memory limit of runs does (`runner.operator.memory`); also the engine
+    limiter's `LimiterMetrics`."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._waiting = Gauge(
+            "ansible_operator_runs_waiting_for_memory",
+            "Reconciles held back now because one more Ansible run would exceed the memory budget",
+            registry=registry,
+        )
+        self._held = Counter(
+            "ansible_operator_runs_held_for_memory",
+            "Times a reconcile was held back because of the memory budget",
+            registry=registry,
+        )
+        self.limit = Gauge(
+            "ansible_operator_memory_limit_bytes",
+            "The operator's cgroup memory limit (0: none found)",
+            registry=registry,
+        )
+        self.budget = Gauge(
+            "ansible_operator_memory_budget_bytes",
+            "The part of the memory limit runs may fill (--memory-limit-fraction)",
+            registry=registry,
+        )
+        self.usage = Gauge(
+            "ansible_operator_memory_working_set_bytes",
+            "The cgroup's memory use less inactive file cache, at the last sample",
+            registry=registry,
+        )
+        self.estimate = Gauge(
+            "ansible_operator_run_memory_estimate_bytes",
+            "The memory one more Ansible run of a controller is expected to take",
+            ["controller"],
+            registry=registry,
+        )
+        self.run_peak = Histogram(
+            "ansible_operator_run_memory_peak_bytes",
+            "Peak private memory (USS) of an Ansible run's process tree, per controller",
+            ["controller"],
+            buckets=_MEMORY_BUCKETS,
+            registry=registry,
+        )
+
+    def waiting(self, count: int) -> None:
+        self._waiting.set(count)
+
+    def held(self) -> None:
+        self._held.inc()
 
 
 class ControllerMetrics:

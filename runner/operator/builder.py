@@ -3,7 +3,8 @@
 The engine's `Controller` is given an informer, a reconciler and a predicate; this is
 where a `Watch` becomes them: the informer of its kind, the Ansible `Reconciler` reading
 from that informer's store, the Go operator's predicates with the watch's selector and
-`watchAnnotationsChanges`, its worker count, and a reload gate. The builder remembers each
+`watchAnnotationsChanges`, its worker count, a reload gate, the operator's queue
+priorities setting and memory limiter. The builder remembers each
 controller's watch and gate for live reload.
 """
 
@@ -14,12 +15,13 @@ from collections.abc import Sequence
 from functools import partial
 
 from runner.ansible.backend import AnsibleBackend
-from runner.engine.controller import Controller
+from runner.engine.controller import ConcurrencyLimiter, Controller
 from runner.engine.predicates import selected, should_reconcile
 from runner.k8s.client import KubeClient
 from runner.k8s.informer import Informer
 from runner.observability.kubeevents import EventRecorder
 from runner.observability.metrics import OperatorMetrics
+from runner.operator.memory import RunMemory
 from runner.operator.reconciler import Reconciler, RunSettings
 from runner.operator.reloadgate import ReloadGate
 from runner.structs import GVK
@@ -46,6 +48,9 @@ class ControllerBuilder:
         global_limit: asyncio.Semaphore | None = None,
         metrics: OperatorMetrics | None = None,
         events: EventRecorder | None = None,
+        prioritized: bool = True,
+        limiter: ConcurrencyLimiter | None = None,
+        memory: RunMemory | None = None,
     ) -> None:
         self._client = client
         self._backend = backend
@@ -54,6 +59,9 @@ class ControllerBuilder:
         self._global_limit = global_limit
         self._metrics = metrics
         self._events = events
+        self._prioritized = prioritized
+        self._limiter = limiter
+        self._memory = memory
         self._watches: dict[GVK, Watch] = {}
         self._gates: dict[GVK, ReloadGate] = {}
 
@@ -78,6 +86,8 @@ class ControllerBuilder:
         )
         self._watches[watch.gvk] = watch
         self._gates[watch.gvk] = gate
+        if self._memory is not None:
+            self._memory.watch(name, watch.gvk)
         return Controller(
             name=name,
             gvk=watch.gvk,
@@ -92,6 +102,8 @@ class ControllerBuilder:
             selects=partial(selected, selector=watch.selector),
             gate=gate,
             global_limit=self._global_limit,
+            prioritized=self._prioritized,
+            limiter=self._limiter,
             metrics=self._metrics.controller(
                 name, gvk=watch.gvk, workers=workers, manages_status=watch.manage_status
             )

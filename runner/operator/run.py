@@ -39,6 +39,7 @@ from runner.observability.usermetrics import ADDRESS_ENV as USER_METRICS_ADDRESS
 from runner.observability.usermetrics import UserMetrics, UserMetricsServer
 from runner.operator.absent import AbsentSweep
 from runner.operator.builder import ControllerBuilder
+from runner.operator.memory import memory_limiter
 from runner.operator.reconciler import RunSettings
 from runner.operator.settings import Settings
 from runner.proxy.cache import InformerCache
@@ -293,6 +294,12 @@ async def _serve(
             if leadership
             else None
         )
+        limited = memory_limiter(
+            own_dir.path, fraction=settings.memory_limit_fraction, metrics=metrics.memory
+        )
+        if limited is not None:
+            sampler = asyncio.create_task(limited[1].run(), name="run-memory")
+            stack.push_async_callback(_cancelled, sampler)
         builder = ControllerBuilder(
             client=client,
             backend=backend,
@@ -303,6 +310,9 @@ async def _serve(
             else None,
             metrics=metrics,
             events=EventRecorder(client),
+            prioritized=settings.priority_queue,
+            limiter=limited[0] if limited is not None else None,
+            memory=limited[1] if limited is not None else None,
         )
         manager = Manager(
             controllers=[builder.build(watch) for watch in loaded],

@@ -54,6 +54,8 @@ class Settings:
     reconcile_timeout: float
     max_concurrent_reconciles: int
     max_workers: int
+    priority_queue: bool
+    memory_limit_fraction: float
     ansible_verbosity: int
     ansible_args: str
     ansible_log_events: LogEvents
