@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from runner.engine.controller import Controller, EventPredicate, ObjectFilter
+from runner.engine.controller import ConcurrencyLimiter, Controller, EventPredicate, ObjectFilter
 from runner.engine.outcome import Done, Outcome, Reconciler
 from runner.k8s.client import KubeClient
 from runner.k8s.informer import Informer
@@ -179,6 +179,8 @@ class Engine(Tier):
         predicate: EventPredicate | None = None,
         selects: ObjectFilter | None = None,
         global_limit: asyncio.Semaphore | None = None,
+        prioritized: bool = True,
+        limiter: ConcurrencyLimiter | None = None,
     ) -> Controller:
         """A controller of the test's kind in its namespace (not started)."""
         name = f"{self.gvk.kind.lower()}-engine-tier"
@@ -192,6 +194,8 @@ class Engine(Tier):
             selects=selects,
             global_limit=global_limit,
             metrics=self.metrics.controller(name, gvk=self.gvk, workers=workers),
+            prioritized=prioritized,
+            limiter=limiter,
         )
 
     async def controller(self, **options: Any) -> Controller:
