@@ -175,7 +175,11 @@ def start_operator(
     kubeconfig: Path,
     work: Path,
     concurrency: int,
+    extra_args: tuple[str, ...] = (),
+    wrapper: tuple[str, ...] = (),
 ) -> Running:
+    """Start `spec`'s operator; `extra_args` go after the common flags, `wrapper` before
+    the command (e.g. a shell that moves itself into a cgroup, then execs the rest)."""
     metrics_port, health_port = free_port(), free_port()
     runner_dir = work / f"runner-{spec.key}"
     common = [
@@ -206,6 +210,7 @@ def start_operator(
         ]
         if spec.backend:
             command += ["--ansible-backend", spec.backend]
+    command = [*wrapper, *command, *extra_args]
     env = operator_env(namespace, kubeconfig, runner_dir)
     if spec.kind == "ours":
         env["PYTHONPATH"] = str(REPO)

@@ -55,9 +55,15 @@ class CRWatcher:
     """Watches the namespace's Memcached CRs; notes when each gets Successful/converged."""
 
     def __init__(
-        self, api: client.ApiClient, namespace: str, converged: Callable[[dict[str, Any]], bool]
+        self,
+        api: client.ApiClient,
+        namespace: str,
+        converged: Callable[[dict[str, Any]], bool],
+        *,
+        label_selector: str = "",
     ) -> None:
         self.custom = client.CustomObjectsApi(api)
+        self.label_selector = label_selector
         self.namespace = namespace
         self.is_converged = converged
         self.latest: dict[str, dict[str, Any]] = {}
@@ -118,7 +124,7 @@ class CRWatcher:
             try:
                 if not resource_version:
                     listed = self.custom.list_namespaced_custom_object(
-                        GROUP, VERSION, self.namespace, PLURAL
+                        GROUP, VERSION, self.namespace, PLURAL, label_selector=self.label_selector
                     )
                     for item in listed["items"]:
                         self._handle(item)
@@ -132,6 +138,7 @@ class CRWatcher:
                     self.namespace,
                     PLURAL,
                     resource_version=resource_version,
+                    label_selector=self.label_selector,
                     timeout_seconds=20,
                     allow_watch_bookmarks=True,
                 ):
