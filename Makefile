@@ -202,12 +202,20 @@ $(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
 	touch $@
 
 .PHONY: bench
-bench: venv bench-compare-deps ## reconcile benchmark (N=50), then ours vs the Go ansible-operator (about 75 min)
+bench: venv bench-compare-deps ## reconcile benchmark (N=50), ours vs the Go ansible-operator, fairness (about 135 min)
 	$(BIN)/python bench/reconcile.py
 	$(BIN)/python -m bench.compare $(COMPARE_ARGS)
 	$(BIN)/python -m bench.compare --mode latency $(LATENCY_ARGS)
 	$(BIN)/python -m bench.compare --mode scale $(SCALE_ARGS)
+	$(BIN)/python bench/fairness.py $(FAIRNESS_ARGS)
 	$(BIN)/python bench/charts.py
+
+# e.g. FAIRNESS_ARGS='--mode burst' or '--count 2000 --operators on,off'
+FAIRNESS_ARGS ?=
+
+.PHONY: bench-fairness
+bench-fairness: bench-compare-deps ## 10,000 CRs resyncing: new/changed CRs' latency (priorities on, off, Go); a 300-CR burst in 512 MiB (about 60 min)
+	$(BIN)/python bench/fairness.py $(FAIRNESS_ARGS)
 
 # e.g. CHARTS_ARGS='--results-dir DIR --output-dir DIR' (default: bench/results, in place)
 CHARTS_ARGS ?=

@@ -76,6 +76,12 @@ CASES = [
         id="run-max-workers",
     ),
     pytest.param(
+        ["run", "--memory-limit-fraction", "1.5"],
+        {},
+        "argument --memory-limit-fraction: must be from 0 to 1, got 1.5",
+        id="run-memory-fraction",
+    ),
+    pytest.param(
         ["run", "--proxy-port", "70000"],
         {},
         "argument --proxy-port: must be from 0 to 65535, got 70000; 0 picks a free port",

@@ -81,6 +81,10 @@ def test_settings_are_frozen() -> None:
         pytest.param((), {"ANSIBLE_DEBUG_LOGS": "1"}, "debug_logs", True, id="debug-logs"),
         pytest.param(("--reconcile-period=1m30s",), {}, "reconcile_period", 90.0, id="period"),
         pytest.param(("--metrics-bind-address=0",), {}, "metrics_address", None, id="metrics-off"),
+        pytest.param((), {}, "priority_queue", True, id="priorities-default-on"),
+        pytest.param(("--priority-queue=false",), {}, "priority_queue", False, id="fifo"),
+        pytest.param((), {}, "memory_limit_fraction", 0.85, id="memory-default"),
+        pytest.param(("--memory-limit-fraction=0",), {}, "memory_limit_fraction", 0.0, id="mem-off"),
         pytest.param(
             ("--health-probe-bind-address=127.0.0.1:1",),
             {},
