@@ -84,7 +84,9 @@ def test_settings_are_frozen() -> None:
         pytest.param((), {}, "priority_queue", True, id="priorities-default-on"),
         pytest.param(("--priority-queue=false",), {}, "priority_queue", False, id="fifo"),
         pytest.param((), {}, "memory_limit_fraction", 0.85, id="memory-default"),
-        pytest.param(("--memory-limit-fraction=0",), {}, "memory_limit_fraction", 0.0, id="mem-off"),
+        pytest.param(
+            ("--memory-limit-fraction=0",), {}, "memory_limit_fraction", 0.0, id="mem-off"
+        ),
         pytest.param(
             ("--health-probe-bind-address=127.0.0.1:1",),
             {},
