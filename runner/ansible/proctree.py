@@ -26,9 +26,13 @@ def children(pid: int, *, proc: Path = _PROC) -> list[int]:
     """The pids of `pid`'s children (empty when it is gone or the kernel has no
     `children` files)."""
     found: list[int] = []
-    for listed in (proc / str(pid) / "task").glob("*/children"):
+    try:  # the process may end meanwhile: its task directory goes with it
+        listed = list((proc / str(pid) / "task").glob("*/children"))
+    except OSError:
+        return found
+    for path in listed:
         with contextlib.suppress(OSError, ValueError):
-            found += [int(text) for text in listed.read_text().split()]
+            found += [int(text) for text in path.read_text().split()]
     return found
 
 

@@ -88,9 +88,13 @@ class TreeMemory:
 def children(pid: int, *, proc: Path = PROC) -> list[int]:
     """The pids of `pid`'s children (empty when it is gone)."""
     found: list[int] = []
-    for listed in (proc / str(pid) / "task").glob("*/children"):
+    try:  # the process may end meanwhile: its task directory goes with it
+        listed = list((proc / str(pid) / "task").glob("*/children"))
+    except OSError:
+        return found
+    for path in listed:
         with contextlib.suppress(OSError, ValueError):
-            found += [int(text) for text in listed.read_text().split()]
+            found += [int(text) for text in path.read_text().split()]
     return found
 
 

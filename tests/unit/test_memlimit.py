@@ -15,7 +15,7 @@ from test_cpulimit import (
     fake,
 )
 
-from runner.util.memlimit import TreeMemory, cgroup_memory, tree_memory
+from runner.util.memlimit import TreeMemory, cgroup_memory, children, tree_memory
 
 MIB = 1 << 20
 
@@ -92,3 +92,9 @@ def test_tree_memory_adds_up_the_tree(tmp_path: Path) -> None:
         rss=130 * 1024, pss=78 * 1024, uss=52 * 1024
     )
     assert tree_memory(99, proc=tmp_path) == TreeMemory()
+
+
+def test_a_process_that_ends_during_the_walk_has_no_children(tmp_path: Path) -> None:
+    (tmp_path / "7").mkdir()  # its task directory is gone already
+    assert children(7, proc=tmp_path) == []
+    assert children(8, proc=tmp_path) == []
