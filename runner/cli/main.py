@@ -12,9 +12,8 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
-from runner import __version__
 from runner.cli import historycmd as history_commands
 from runner.cli import olmcmd as olm_commands
 from runner.cli import packagingcmd as packaging_commands
@@ -78,6 +77,22 @@ class _PipeSafeStdout(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return self._stream.encoding
+
+
+class _VersionAction(argparse._VersionAction):
+    """`--version`, with the version read only when the option is given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from runner import __version__
+
+        self.version = f"ansible-operator {__version__}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _cmd_version(_args: argparse.Namespace) -> int:
@@ -199,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ansible-operator",
         description="Kubernetes operators written as Ansible roles and playbooks.",
     )
-    parser.add_argument("--version", action="version", version=f"ansible-operator {__version__}")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     # Sub-commands are made by `Parser` too (argparse uses the parent's class).
     sub = cast(
         "argparse._SubParsersAction[argparse.ArgumentParser]",
