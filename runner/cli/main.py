@@ -126,22 +126,59 @@ def _add_completion(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     completion = sub.add_parser(
         "completion",
-        help="print a shell completion script: bash, zsh or fish",
-        description="Print the completion script of a shell. Load it in the current "
-        "shell with `source <(ansible-operator completion bash)` (zsh: the same with zsh; "
-        "fish: `ansible-operator completion fish | source`), or save it where the shell "
-        "looks: e.g. ~/.local/share/bash-completion/completions/ansible-operator, a "
-        "directory of $fpath as _ansible-operator, ~/.config/fish/completions/"
-        "ansible-operator.fish.",
+        help="print or install a shell completion script: bash, zsh or fish",
+        description="Print the completion script of a shell, or install it where the shell "
+        "looks for it (--install). Load it in the current shell with `source "
+        "<(ansible-operator completion bash)` (zsh: the same with zsh; fish: "
+        "`ansible-operator completion fish | source`). --install saves it for this user: "
+        "bash: ~/.local/share/bash-completion/completions/ansible-operator (bash-completion "
+        "loads it), zsh: ~/.local/share/zsh/site-functions/_ansible-operator (a directory "
+        "to put on $fpath; the line is printed), fish: "
+        "~/.config/fish/completions/ansible-operator.fish.",
     )
-    completion.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+    completion.add_argument(
+        "shell",
+        nargs="?",
+        choices=SHELLS,
+        metavar="SHELL",
+        help="bash, zsh or fish (with --install: default from $SHELL)",
+    )
+    completion.add_argument(
+        "--install",
+        action="store_true",
+        help="save the script where the shell looks for it instead of printing it",
+    )
+    completion.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="with --install: save it in DIR instead (e.g. a system-wide completions directory)",
+    )
     completion.set_defaults(handler=_cmd_completion)
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
-    from runner.cli.completion import render
+    from pathlib import Path
 
-    print(render(args.shell, build_parser()), end="")
+    from runner.cli import completioninstall
+    from runner.cli.completion import render
+    from runner.errors import ConfigError
+
+    if not args.install:
+        if args.shell is None or args.dir is not None:
+            raise ConfigError(
+                "completion: name the shell (bash, zsh or fish) to print its script; "
+                "--dir goes with --install"
+            )
+        print(render(args.shell, build_parser()), end="")
+        return 0
+    shell = args.shell or completioninstall.shell_of(os.environ)
+    if args.dir is not None:
+        target = Path(args.dir) / completioninstall.file_name(shell)
+    else:
+        target = completioninstall.install_path(shell, os.environ)
+    completioninstall.install(shell, render(shell, build_parser()), target)
+    print(f"installed the {shell} completion: {target}")
+    print(completioninstall.what_next(shell, target))
     return 0
 
 
