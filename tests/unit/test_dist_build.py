@@ -6,13 +6,12 @@ without a checkout: tests/e2e/test_wheel_install.py.)"""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from support.dist import python_build, tracked
 
 import runner
 from runner.devtools.cluster.gomoduledirs import module_root
@@ -22,30 +21,6 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("build") is None or importlib.util.find_spec("hatchling") is None,
     reason="needs the dev extra (build, hatchling)",
 )
-
-
-def tracked(*paths: str) -> list[str]:
-    """Files git tracks (or would: new, not ignored) under `paths`."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "--", *paths],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\n")
-    return sorted(name for name in listed if name and (REPO / name).is_file())
-
-
-def python_build(source: Path, out: Path, *what: str) -> list[Path]:
-    done = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", *what, "--outdir", str(out), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return sorted(out.iterdir())
 
 
 @pytest.fixture(scope="module")
