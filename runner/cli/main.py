@@ -265,7 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_arguments(run)
     run.set_defaults(handler=_cmd_run)
-    version = sub.add_parser("version", help="print versions")
+    version = sub.add_parser(
+        "version",
+        help="print the versions of the tool and what it runs with, and how it was installed",
+    )
     version.set_defaults(handler=_cmd_version)
     _add_cluster(sub)
     from runner.cli import imagecmd as image_commands
