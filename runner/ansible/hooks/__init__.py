@@ -49,12 +49,26 @@ class Spot:
     """One name in ansible-core (or a library it runs) that a hook patches or relies on."""
 
     name: str
-    """`module:attribute.path` (or a module alone): importable, so a test can check that
-    the running ansible-core still has it."""
+    """Where it is, in one of three forms a test checks against the running ansible-core:
+
+    - `module` or `module:attribute.path`: importable (a module, function, class, class
+      attribute, method or property, or an attribute of a module-level object);
+    - `module:Class#attribute`: an attribute the class's instances get, found as a class
+      attribute (slot, property, default) of the class or a base, a dataclass field, or an
+      assignment `self.attribute = ...` / `setattr(self, "attribute", ...)` in the source
+      of the class or a base;
+    - `module:object#attribute`: the same for the class of a module-level object.
+    """
     note: str = ""
     """What the hook does with it."""
     lines: tuple[str, ...] = ()
     """The ansible-core lines that have it, when not all the hook was tested with."""
+
+    @property
+    def instance_attribute(self) -> tuple[str, str] | None:
+        """(`module:Class`, `attribute`) of a `module:Class#attribute` spot, else None."""
+        owner, sep, attribute = self.name.partition("#")
+        return (owner, attribute) if sep else None
 
     def __str__(self) -> str:
         where = f" (ansible-core {', '.join(self.lines)})" if self.lines else ""
@@ -87,6 +101,9 @@ class Hook:
 
 _BOTH = ("2.18", "2.19")
 _MODULE_COMMON = "ansible.executor.module_common"
+_WORKER = "ansible.executor.process.worker:WorkerProcess"
+_COLLECTION_FINDER = "ansible.utils.collection_loader._collection_finder"
+_RAW_RESULT = "ansible.executor.task_result:_RawTaskResult"
 
 HOOKS: tuple[Hook, ...] = (
     Hook(
@@ -98,17 +115,17 @@ HOOKS: tuple[Hook, ...] = (
             Spot("ansible.plugins.loader:action_loader", "actions resolved at warm-up"),
             Spot("ansible.plugins.loader:module_loader", "modules resolved at warm-up"),
             Spot("ansible.vars.plugins:_prime_vars_loader", "primed at warm-up"),
-            Spot(
-                "ansible.plugins.loader:vars_loader",
-                "_plugin_instance_cache and _paths reset in each run",
-            ),
+            Spot("ansible.plugins.loader:vars_loader", "reset per run, as a new process has it"),
+            Spot("ansible.plugins.loader:vars_loader#_plugin_instance_cache", "emptied per run"),
+            Spot("ansible.plugins.loader:vars_loader#_paths", "unset per run: primed again"),
             Spot("ansible.constants:set_constant", "per-run settings recomputed from config"),
             Spot("ansible.config.manager:ensure_type", "each run's DEFAULT_LOCAL_TMP"),
-            Spot(
-                "ansible.utils.display:Display._set_column_width",
-                "called per run; _deprecations, _warns, _errors cleared",
-            ),
+            Spot("ansible.utils.display:Display._set_column_width", "called per run"),
+            Spot("ansible.utils.display:Display#_deprecations", "cleared per run"),
+            Spot("ansible.utils.display:Display#_warns", "cleared per run"),
+            Spot("ansible.utils.display:Display#_errors", "cleared per run"),
             Spot("ansible.utils.display:_synchronize_textiowrapper", "the run's terminal stdio"),
+            Spot("ansible.utils.display:Display#_lock", "what that stdio is synchronized on"),
             Spot("ansible.utils.color", "reloaded in each run: stdout is a terminal"),
             Spot(
                 "ansible_runner.display_callback.callback.awx_display:EventContext",
@@ -124,13 +141,30 @@ HOOKS: tuple[Hook, ...] = (
         spots=(
             Spot(
                 "ansible.executor.task_queue_manager:TaskQueueManager.__init__",
-                "wrapped: _callback_lock",
+                "wrapped: its callback lock kept",
             ),
             Spot(
-                "ansible.executor.process.worker:WorkerProcess.start",
-                "replaced: the task runs in the run's process",
+                "ansible.executor.task_queue_manager:TaskQueueManager#_callback_lock",
+                "held while a module runs in process (callback_lock)",
             ),
+            Spot(f"{_WORKER}.start", "replaced: the task runs in the run's process"),
+            *(
+                Spot(f"{_WORKER}#{name}", "handed to TaskExecutor as the worker's run does")
+                for name in (
+                    "_task",
+                    "_host",
+                    "_task_vars",
+                    "_play_context",
+                    "_loader",
+                    "_shared_loader_obj",
+                    "_final_q",
+                    "_variable_manager",
+                )
+            ),
+            Spot(f"{_WORKER}._save_stdin", "the worker's stdin, opened as a fork would", ("2.18",)),
+            Spot(f"{_WORKER}#_new_stdin", "that stdin, closed after the task", ("2.18",)),
             Spot("ansible.executor.task_executor:TaskExecutor.run", "called as a worker does"),
+            Spot("ansible.playbook.task:Task#_uuid", "the task's id in the result sent", ("2.18",)),
             Spot("ansible.executor.task_result:TaskResult", "what a worker sends", ("2.18",)),
             Spot("ansible.executor.task_result:_RawTaskResult", "what a worker sends", ("2.19",)),
             Spot(
@@ -150,6 +184,10 @@ HOOKS: tuple[Hook, ...] = (
                 "replaced: modules forked or in process, temp-dir commands answered",
             ),
             Spot(
+                "ansible.plugins.connection:ConnectionBase#_play_context",
+                "a command's host (for the display) and shell executable",
+            ),
+            Spot(
                 "ansible.plugins.connection:ConnectionBase.is_pipelining_enabled",
                 "pipelining on for the local connection",
                 ("2.19",),
@@ -160,6 +198,11 @@ HOOKS: tuple[Hook, ...] = (
                 ("2.18",),
             ),
             Spot(
+                "ansible.plugins.action:ActionBase#_connection",
+                "whether the action's connection is the local one",
+                ("2.18",),
+            ),
+            Spot(
                 "ansible.plugins.shell.sh:ShellModule",
                 "its mkdtemp / rm / expand_user commands, recognized exactly (localshell.py)",
             ),
@@ -167,16 +210,22 @@ HOOKS: tuple[Hook, ...] = (
                 f"{_MODULE_COMMON}:_find_module_utils",
                 "the AnsiballZ wrapper it writes, read by modcommand.parse_wrapper",
             ),
-            Spot(
-                "ansible.module_utils._internal:is_controller",
-                "off while a module runs in process",
-                ("2.19",),
+            *(
+                Spot(
+                    f"ansible.module_utils._internal:{name}",
+                    "switched to a target's while a module runs in process (inprocess.py)",
+                    ("2.19",),
+                )
+                for name in (
+                    "is_controller",
+                    "get_controller_serialize_map",
+                    "import_controller_module",
+                )
             ),
             Spot("ansible.module_utils.basic:_ANSIBLE_ARGS", "a module's arguments in process"),
-            Spot(
-                "ansible.module_utils.common.warnings:_global_warnings",
-                "and _global_deprecations: emptied per module",
-            ),
+            Spot("ansible.module_utils.basic:_ANSIBLE_PROFILE", "restored after it", ("2.19",)),
+            Spot("ansible.module_utils.common.warnings:_global_warnings", "emptied per module"),
+            Spot("ansible.module_utils.common.warnings:_global_deprecations", "emptied per module"),
         ),
         tested=_BOTH,
         backends=("fast",),
@@ -193,8 +242,23 @@ HOOKS: tuple[Hook, ...] = (
             Spot(f"{_MODULE_COMMON}:_get_shebang"),
             Spot(f"{_MODULE_COMMON}:_extract_interpreter"),
             Spot(f"{_MODULE_COMMON}:_get_ansible_module_fqn"),
+            Spot(f"{_MODULE_COMMON}:_is_binary", "a binary module keeps its payload"),
             Spot(f"{_MODULE_COMMON}:_BuiltModule", "what the builder returns", ("2.19",)),
+            Spot(f"{_MODULE_COMMON}:_compile_module_ast", "a module's profile", ("2.19",)),
             Spot(f"{_MODULE_COMMON}:_get_module_metadata", lines=("2.19",)),
+            Spot(
+                "ansible.template:Templar#_engine",
+                "templates the file-limit setting as the builder does",
+                ("2.19",),
+            ),
+            Spot(
+                f"{_COLLECTION_FINDER}:_AnsibleCollectionFinder._n_collection_paths",
+                "the controller's collection paths, handed to the program",
+            ),
+            Spot(
+                f"{_COLLECTION_FINDER}:_AnsibleCollectionFinder._install",
+                "the program installs the collection finder as the AnsiballZ wrapper does",
+            ),
             Spot(
                 "ansible._internal._ansiballz._builder:ExtensionManager",
                 "debugger and coverage extensions",
@@ -226,6 +290,32 @@ HOOKS: tuple[Hook, ...] = (
             ),
             Spot(f"{_MODULE_COMMON}:recursive_finder", "the zip it writes to"),
             Spot(
+                "ansible.plugins.loader:module_utils_loader._get_paths",
+                "its search paths, part of a payload's key",
+            ),
+            *(
+                Spot(
+                    f"{_MODULE_COMMON}:{locator}._find_module",
+                    "wrapped: the module_utils file it found",
+                    ("2.18",),
+                )
+                for locator in ("LegacyModuleUtilLocator", "CollectionModuleUtilLocator")
+            ),
+            Spot(
+                f"{_MODULE_COMMON}:LegacyModuleUtilLocator#_info",
+                "its origin: that file",
+                ("2.18",),
+            ),
+            Spot(
+                f"{_MODULE_COMMON}:ModuleUtilLocatorBase._handle_redirect",
+                "wrapped: a redirect's shim is made, not read from a file",
+                ("2.18",),
+            ),
+            Spot(
+                "ansible.plugins.callback:CallbackBase#_display",
+                "the callback plugin's warning when it cannot install",
+            ),
+            Spot(
                 "ansible._internal._datatag._tags:Origin",
                 "the file each module_utils source came from",
                 ("2.19",),
@@ -243,24 +333,28 @@ HOOKS: tuple[Hook, ...] = (
             Spot("ansible.cli:CLI._play_prereqs", "loader, inventory, variable manager"),
             Spot(
                 "ansible.parsing.dataloader:DataLoader.set_vault_secrets",
-                "a reload's new loader gets the first one's _vault.secrets",
+                "a reload's new loader gets the first one's vault secrets",
             ),
+            Spot("ansible.parsing.dataloader:DataLoader#_vault", "where those secrets are"),
             Spot("ansible.inventory.manager:InventoryManager", "a reload's inventory"),
             Spot("ansible.plugins.loader:add_all_plugin_dirs", "the playbook's plugin dirs"),
             Spot("ansible.utils.collection_loader:AnsibleCollectionConfig", "playbook paths"),
             Spot("ansible.playbook:Playbook.load"),
+            Spot("ansible.playbook.role:Role#_role_path", "a role's files, watched for edits"),
             Spot("ansible.playbook.play:Play.compile", "the blocks, as PlayIterator gets them"),
             Spot("ansible.playbook.block:Block.filter_tagged_tasks"),
             Spot("ansible.playbook.task:Task.fattributes", "a task's keywords as written"),
+            Spot("ansible.playbook.task:Task#_ds", "a task as written, checked by warmtasks.py"),
+            Spot("ansible.playbook.block:Block#_ds", "a block as written"),
+            Spot("ansible.playbook.block:Block#_implicit", "a block ansible-core made itself"),
+            Spot("ansible.playbook.play:Play#_ds", "the play as written"),
             Spot(
                 "ansible.playbook.base:FieldAttributeBase.post_validate_attribute",
                 "the task's name, templated as the strategy does",
             ),
             Spot("ansible._internal._templating._engine:TemplateEngine"),
-            Spot(
-                "ansible.vars.manager:VariableManager.get_vars",
-                "a variable manager per request, its _extra_vars set from the request",
-            ),
+            Spot("ansible.vars.manager:VariableManager.get_vars", "a variable manager per request"),
+            Spot("ansible.vars.manager:VariableManager#_extra_vars", "set from the request"),
             Spot("ansible.vars.manager:VariableManager.set_nonpersistent_facts"),
             Spot("ansible.vars.hostvars:HostVars", "binds itself to the variable manager"),
             Spot("ansible.playbook.play_context:PlayContext"),
@@ -268,8 +362,13 @@ HOOKS: tuple[Hook, ...] = (
             Spot("ansible._internal._task:TaskContext", "around each task, as a worker"),
             Spot("ansible.plugins.loader:get_plugin_loader_namespace"),
             Spot(
-                "ansible.executor.task_result:_RawTaskResult.as_callback_task_result",
+                f"{_RAW_RESULT}.as_callback_task_result",
                 "the result as the job event's callback gets it",
+            ),
+            Spot(f"{_RAW_RESULT}#_return_data", "a result's facts and registered value"),
+            Spot(f"{_RAW_RESULT}#_loop_results", "a loop's item results, for their facts"),
+            Spot(
+                "ansible.playbook.task:Task#_parent", "a result's task rebuilt as a strategy does"
             ),
             Spot(
                 "ansible.plugins.strategy:StrategyBase._process_pending_results",
@@ -289,9 +388,12 @@ HOOKS: tuple[Hook, ...] = (
         does="module code compiled once, discovery shared between CRs",
         spots=(
             Spot(
-                "ansible.utils.collection_loader._collection_finder"
-                ":_AnsibleCollectionPkgLoaderBase.get_code",
+                f"{_COLLECTION_FINDER}:_AnsibleCollectionPkgLoaderBase.get_code",
                 "wrapped: compiled once per file version",
+            ),
+            Spot(
+                f"{_COLLECTION_FINDER}:_AnsibleCollectionPkgLoaderBase#_compiled_code",
+                "set from what was compiled, as the real get_code sets it",
             ),
             Spot("kubernetes.config.kube_config:yaml", "kubeconfigs parsed with libyaml"),
             Spot(
