@@ -36,7 +36,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# (An egg-info directory left by the former setuptools build would be read as a second,
+# stale installation of the package: removed.)
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
+	rm -rf ansible_operator.egg-info
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -44,7 +47,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed ## create .venv with the project and its dev tools
 
 # `make install-tool` links .venv's ansible-operator into TOOL_BIN (on PATH in most
-# shells); the tool keeps running from this checkout (the local cluster is built from it).
+# shells); the tool keeps running from this checkout, so changes to it take effect at
+# once. Without a checkout: `pipx install` of the wheel `make dist` writes (docs/install.md).
 TOOL_BIN ?= $(HOME)/.local/bin
 
 .PHONY: install-tool
@@ -54,6 +58,16 @@ install-tool: venv ## put `ansible-operator` on PATH: a link in ~/.local/bin (TO
 	@echo "installed $(TOOL_BIN)/ansible-operator -> $(CURDIR)/$(OPERATOR)"
 	@case ":$$PATH:" in *":$(TOOL_BIN):"*) ;; \
 	  *) echo "$(TOOL_BIN) is not on PATH; add it: export PATH=\"$(TOOL_BIN):\$$PATH\"" ;; esac
+
+# The wheel and the sdist, reproducibly: the same bytes for the same tree (hatchling
+# orders files and stamps every one with SOURCE_DATE_EPOCH, the last commit's time).
+DIST_DIR ?= dist
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+
+.PHONY: dist
+dist: venv ## build the wheel and sdist into dist/ (python -m build, reproducible)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/python -m build --outdir $(DIST_DIR) .
+	@cd $(DIST_DIR) && sha256sum ansible_operator-$(RUNTIME_VERSION)*
 
 .PHONY: binaries
 binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM v0 and v1
@@ -73,10 +87,12 @@ format: venv ## apply ruff's fixes and formatting
 
 # Debian packages the tests need, installed where missing: the real node's runtime (runc,
 # containerd), CNI plugins, the pause image's init and the tools its network setup calls;
-# the image tools (podman, buildah, mmdebstrap, skopeo); the shells completion is tested in.
+# the image tools (podman, buildah, mmdebstrap, skopeo); the shells completion is tested in
+# (and bash-completion, which loads bash's); pipx, which installs the wheel in a test.
 NODE_PACKAGES := containerd runc containernetworking-plugins catatonit iptables iproute2
 IMAGE_PACKAGES := podman buildah mmdebstrap skopeo
-SHELL_PACKAGES := zsh fish
+SHELL_PACKAGES := zsh fish bash-completion
+TOOL_PACKAGES := pipx
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # apt-get install of the packages of $(1) that dpkg does not list as installed.
 define install_missing
@@ -98,7 +114,7 @@ container-tools: ## install podman, buildah, mmdebstrap and skopeo where missing
 
 .PHONY: test-packages
 test-packages: ## every Debian package `make test` needs, where missing
-	$(call install_missing,$(NODE_PACKAGES) $(IMAGE_PACKAGES) $(SHELL_PACKAGES))
+	$(call install_missing,$(NODE_PACKAGES) $(IMAGE_PACKAGES) $(SHELL_PACKAGES) $(TOOL_PACKAGES))
 
 # Each pytest run of `make test` ends with its slowest steps (set-up, call and tear-down
 # of a test are timed apart), so that a test or fixture that grows slow shows in CI's log.
@@ -130,8 +146,7 @@ CORE218_TESTS ?= tests/unit/ansible tests/integration/test_ansible_backend.py \
 CORE218_PYTEST = ANSIBLE_OPERATOR_TEST_PYTHON=$(abspath $(CORE218_VENV))/bin/python \
 	$(CORE218_VENV)/bin/pytest
 
-# After .venv's install: two editable installs at once would both write the project's
-# egg-info (make -j).
+# After .venv's install: one pip at a time (two cores; their output stays apart).
 $(CORE218_VENV)/.installed: pyproject.toml | $(VENV)/.installed
 	$(PYTHON) -m venv $(CORE218_VENV)
 	$(CORE218_VENV)/bin/pip install --quiet --upgrade pip
@@ -286,7 +301,7 @@ OPM_IMAGE ?=
 BUNDLE_GEN_FLAGS ?= --version $(VERSION) --channels $(CHANNELS) --image $(IMG) \
 	$(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL)) \
 	$(if $(REPLACES),--replaces $(REPLACES)) $(if $(SKIP_RANGE),--skip-range '$(SKIP_RANGE)')
-# Paths of the real validators, built from Go modules on first use (hack/tools).
+# Paths of the real validators, built from Go modules on first use (runner/devtools/gomodules/tools).
 OLM_TOOL = $$($(OPERATOR) cluster tools | sed -n 's/^$(1): //p')
 
 .PHONY: bundle

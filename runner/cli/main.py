@@ -12,9 +12,8 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
-from runner import __version__
 from runner.cli import historycmd as history_commands
 from runner.cli import olmcmd as olm_commands
 from runner.cli import packagingcmd as packaging_commands
@@ -80,6 +79,22 @@ class _PipeSafeStdout(io.TextIOBase):
         return self._stream.encoding
 
 
+class _VersionAction(argparse._VersionAction):
+    """`--version`, with the version read only when the option is given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from runner import __version__
+
+        self.version = f"ansible-operator {__version__}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _cmd_version(_args: argparse.Namespace) -> int:
     from runner.cli.versioncmd import version_lines
 
@@ -111,22 +126,59 @@ def _add_completion(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     completion = sub.add_parser(
         "completion",
-        help="print a shell completion script: bash, zsh or fish",
-        description="Print the completion script of a shell. Load it in the current "
-        "shell with `source <(ansible-operator completion bash)` (zsh: the same with zsh; "
-        "fish: `ansible-operator completion fish | source`), or save it where the shell "
-        "looks: e.g. ~/.local/share/bash-completion/completions/ansible-operator, a "
-        "directory of $fpath as _ansible-operator, ~/.config/fish/completions/"
-        "ansible-operator.fish.",
+        help="print or install a shell completion script: bash, zsh or fish",
+        description="Print the completion script of a shell, or install it where the shell "
+        "looks for it (--install). Load it in the current shell with `source "
+        "<(ansible-operator completion bash)` (zsh: the same with zsh; fish: "
+        "`ansible-operator completion fish | source`). --install saves it for this user: "
+        "bash: ~/.local/share/bash-completion/completions/ansible-operator (bash-completion "
+        "loads it), zsh: ~/.local/share/zsh/site-functions/_ansible-operator (a directory "
+        "to put on $fpath; the line is printed), fish: "
+        "~/.config/fish/completions/ansible-operator.fish.",
     )
-    completion.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+    completion.add_argument(
+        "shell",
+        nargs="?",
+        choices=SHELLS,
+        metavar="SHELL",
+        help="bash, zsh or fish (with --install: default from $SHELL)",
+    )
+    completion.add_argument(
+        "--install",
+        action="store_true",
+        help="save the script where the shell looks for it instead of printing it",
+    )
+    completion.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="with --install: save it in DIR instead (e.g. a system-wide completions directory)",
+    )
     completion.set_defaults(handler=_cmd_completion)
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
-    from runner.cli.completion import render
+    from pathlib import Path
 
-    print(render(args.shell, build_parser()), end="")
+    from runner.cli import completioninstall
+    from runner.cli.completion import render
+    from runner.errors import ConfigError
+
+    if not args.install:
+        if args.shell is None or args.dir is not None:
+            raise ConfigError(
+                "completion: name the shell (bash, zsh or fish) to print its script; "
+                "--dir goes with --install"
+            )
+        print(render(args.shell, build_parser()), end="")
+        return 0
+    shell = args.shell or completioninstall.shell_of(os.environ)
+    if args.dir is not None:
+        target = Path(args.dir) / completioninstall.file_name(shell)
+    else:
+        target = completioninstall.install_path(shell, os.environ)
+    completioninstall.install(shell, render(shell, build_parser()), target)
+    print(f"installed the {shell} completion: {target}")
+    print(completioninstall.what_next(shell, target))
     return 0
 
 
@@ -199,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ansible-operator",
         description="Kubernetes operators written as Ansible roles and playbooks.",
     )
-    parser.add_argument("--version", action="version", version=f"ansible-operator {__version__}")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     # Sub-commands are made by `Parser` too (argparse uses the parent's class).
     sub = cast(
         "argparse._SubParsersAction[argparse.ArgumentParser]",
@@ -213,7 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_arguments(run)
     run.set_defaults(handler=_cmd_run)
-    version = sub.add_parser("version", help="print versions")
+    version = sub.add_parser(
+        "version",
+        help="print the versions of the tool and what it runs with, and how it was installed",
+    )
     version.set_defaults(handler=_cmd_version)
     _add_cluster(sub)
     from runner.cli import imagecmd as image_commands

@@ -92,22 +92,23 @@ def _report(root: Path, written: list[str], verb: str) -> None:
 def tool_source() -> str:
     """The checkout this ansible-operator runs from (an editable install, or the source
     tree itself), for the new project's Makefile; "" when it runs from a built wheel."""
-    import json
-    from importlib import metadata
-    from urllib.parse import unquote, urlparse
+    from runner.cli.installation import detect
 
-    candidates = [Path(__file__).resolve().parents[2]]
-    try:
-        direct = metadata.distribution("ansible-operator").read_text("direct_url.json")
-        url = urlparse(str(json.loads(direct or "{}").get("url", "")))
-        if url.scheme == "file":
-            candidates.insert(0, Path(unquote(url.path)))
-    except (metadata.PackageNotFoundError, ValueError):
-        pass
-    for candidate in candidates:
-        if (candidate / "pyproject.toml").is_file() and (candidate / "runner").is_dir():
-            return str(candidate)
+    checkout = detect().checkout
+    if checkout and (Path(checkout) / "pyproject.toml").is_file():
+        return checkout
     return ""
+
+
+def tool_pip() -> str:
+    """pip's arguments that install this same ansible-operator, for the new project's
+    Makefile: the wheel (or archive, directory) it was installed from, else its version
+    from the package index; "" when it runs from a checkout (`tool_source`)."""
+    from runner import __version__
+    from runner.cli.installation import detect
+
+    found = detect()
+    return "" if found.checkout else found.pip_install_args(__version__)
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
@@ -133,6 +134,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
         domain=args.domain,
         project_name=name,
         tool_source=tool_source(),
+        tool_pip=tool_pip(),
         grafana=grafana.grafana_requested(args.plugins),
     )
     written = writer.apply(root, plan)

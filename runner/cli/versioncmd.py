@@ -1,4 +1,4 @@
-"""Versions of this runtime and of what it runs with.
+"""Versions of this runtime and of what it runs with, and how it was installed.
 
 The ansible-core line matters most (roles behave differently on 2.18 and 2.19, and the
 start-up check of `runner.ansible.hooks` reads it), and so do the collections roles call:
@@ -20,6 +20,7 @@ from pathlib import Path
 from runner import __version__
 from runner.ansible import hooks, requirements
 from runner.ansible.bundledcollection import bundled_collections_path
+from runner.cli import installation
 
 __all__ = ["REPORTED_COLLECTIONS", "collection_search_path", "version_lines"]
 
@@ -47,6 +48,7 @@ def version_lines(environ: Mapping[str, str] | None = None) -> list[str]:
         core_line += f" ({_support(core)})"
     lines = [
         f"ansible-operator version: {__version__}",
+        f"installed: {installation.detect().describe()}",
         core_line,
         f"ansible version: {_dist_version('ansible')}",
         f"ansible-runner version: {_dist_version('ansible-runner')}",

@@ -1,5 +1,6 @@
 """Our bundles and catalogs against the real OLM tools, built from Go modules
-(hack/tools: operator-sdk for `bundle validate`, opm for `validate`, `render`, `serve`).
+(runner/devtools/gomodules/tools: operator-sdk for `bundle validate`, opm for `validate`,
+`render`, `serve`).
 
 The sample operator's bundles v0.1.0 and v0.2.0 (which replaces v0.1.0) must pass both
 validators; a two-version catalog must pass `opm validate` and be served by `opm serve`

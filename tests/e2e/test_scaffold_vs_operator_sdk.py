@@ -3,7 +3,7 @@
 same Makefile targets (again, ours may add the listed ones), and the same plural and API
 group for the same flags.
 
-operator-sdk is the one hack/tools builds from Go modules (cached; a cold build takes
+operator-sdk is the one gomodules/tools builds from Go modules (cached; a cold build takes
 several minutes). It runs with a throwaway HOME and touches nothing outside its
 directory.
 """

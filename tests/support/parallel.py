@@ -60,6 +60,7 @@ SLOWEST_FIRST = (
     "integration/test_backend_equivalence.py",
     "integration/test_dependent_watches.py",
     "e2e/test_images.py",
+    "e2e/test_wheel_install.py",
     "integration/test_shutdown.py",
 )
 _TIER_ORDER = {"e2e": 0, "integration": 1, "unit": 2}

@@ -331,7 +331,13 @@ CASES = [
     pytest.param(
         ["completion", "tcsh"], {}, "argument SHELL: invalid choice: 'tcsh'", id="completion"
     ),
-    pytest.param(["completion"], {}, "the following arguments are required: SHELL", id="shell"),
+    pytest.param(["completion"], {}, "completion: name the shell (bash, zsh or fish)", id="shell"),
+    pytest.param(
+        ["completion", "--install"],
+        {"SHELL": "/bin/tcsh"},
+        "completion --install: $SHELL is /bin/tcsh; name the shell",
+        id="install-shell",
+    ),
     pytest.param(["vars", "missing.yaml"], {}, "missing.yaml", id="vars-missing-cr"),
     pytest.param(["vars", "invalid.yaml"], {}, "invalid.yaml", id="vars-invalid-cr"),
     pytest.param(["vars", "other-cr.yaml"], {}, "Thing", id="vars-unwatched-kind"),

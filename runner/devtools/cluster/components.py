@@ -1,8 +1,9 @@
 """What the local control plane is built from: one Go wrapper module per source module.
 
-The wrapper modules under `hack/cluster/<module>/` pin each version in their `go.mod`
-(the only place versions are written); this module reads them back so the build cache
-and `--version` flags always agree with what `go build` compiles.
+The wrapper modules (package data: `runner/devtools/gomodules/cluster/<module>/` and
+`.../tools/<module>/`, found by `gomoduledirs`) pin each version in their `go.mod` (the
+only place versions are written); this module reads them back so the build cache and
+`--version` flags always agree with what `go build` compiles.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.devtools.cluster.gomoduledirs import cluster_dir, tools_dir
 from runner.errors import ClusterError
 
 
 @dataclass(frozen=True)
 class GoModule:
-    """A wrapper module under hack/cluster and the source module it pins."""
+    """A wrapper module (a directory of `gomodules`) and the source module it pins."""
 
     directory: Path
     source_module: str
@@ -80,17 +82,6 @@ def read_required_version(go_mod: Path, module_path: str) -> str:
     raise ClusterError(f"{go_mod}: no `require {module_path} vX.Y.Z` line")
 
 
-def hack_dir() -> Path:
-    """The repository's hack/cluster directory (the package runs from a source checkout)."""
-    candidate = Path(__file__).resolve().parents[3] / "hack" / "cluster"
-    if not (candidate / "kubernetes" / "go.mod").is_file():
-        raise ClusterError(
-            f"{candidate}: the Go wrapper modules are missing; the local control plane is "
-            "built from a source checkout of ansible-operator"
-        )
-    return candidate
-
-
 def kubernetes_ldflags(version: str) -> tuple[str, ...]:
     """Stamp the version into k8s binaries, or /version reports v0.0.0."""
     major, minor = version.lstrip("v").split(".")[:2]
@@ -105,7 +96,7 @@ def kubernetes_ldflags(version: str) -> tuple[str, ...]:
 
 def components(root: Path | None = None) -> dict[str, Component]:
     """Every binary of the control plane, by name, in start order."""
-    base = root or hack_dir()
+    base = root or cluster_dir()
     kubernetes = GoModule(base / "kubernetes", "k8s.io/kubernetes")
     etcd = GoModule(base / "etcd", "go.etcd.io/etcd/server/v3")
     kwok = GoModule(base / "kwok", "sigs.k8s.io/kwok")
@@ -121,7 +112,7 @@ def components(root: Path | None = None) -> dict[str, Component]:
 def registry(root: Path | None = None) -> Component:
     """CNCF Distribution's `registry`, which `cluster up --registry` serves on loopback
     (images are pushed there and pulled by the node's container runtime)."""
-    base = root or hack_dir()
+    base = root or cluster_dir()
     distribution = GoModule(base / "registry", "github.com/distribution/distribution/v3")
     stamp = f"-X {distribution.source_module}/version.version={distribution.version}"
     return Component(
@@ -132,18 +123,13 @@ def registry(root: Path | None = None) -> Component:
 def kubelet(root: Path | None = None) -> Component:
     """The real node's kubelet: from the control plane's module, so its version always
     matches the API server's. Not one of `components()`: only `up --real-node` needs it."""
-    kubernetes = GoModule((root or hack_dir()) / "kubernetes", "k8s.io/kubernetes")
+    kubernetes = GoModule((root or cluster_dir()) / "kubernetes", "k8s.io/kubernetes")
     return Component(
         "kubelet",
         kubernetes,
         "k8s.io/kubernetes/cmd/kubelet",
         kubernetes_ldflags(kubernetes.version),
     )
-
-
-def tools_dir() -> Path:
-    """The repository's hack/tools directory: wrapper modules of the OLM validators."""
-    return hack_dir().parent / "tools"
 
 
 def tools(root: Path | None = None) -> dict[str, Component]:
@@ -287,7 +273,7 @@ def olm_v1_operators(root: Path | None = None) -> dict[str, Component]:
     """OLM v1's `operator-controller` and `catalogd`, which `olm install --v1` runs.
 
     Both come from one module (github.com/operator-framework/operator-controller), built
-    from the wrapper `hack/tools/olm-v1`, whose `boxcutter-stub/` stands in for a
+    from the wrapper `gomodules/tools/olm-v1`, whose `boxcutter-stub/` stands in for a
     dependency the module proxy does not serve (its files key the cache). Their CRDs are
     copied from the module beside `operator-controller` at build time
     (`build.olm_v1_crd_dir`). Two edits, each a no-op unless its variable is set, let

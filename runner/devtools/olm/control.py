@@ -1,6 +1,6 @@
 """OLM itself on the local cluster: `ansible-operator olm install|uninstall|status`.
 
-`install` builds OLM's `olm` and `catalog` operators (hack/tools/olm), applies OLM's CRDs
+`install` builds OLM's `olm` and `catalog` operators (gomodules/tools/olm), applies OLM's CRDs
 (from operator-framework/api, copied beside the binaries at build time), the `olm` and
 `operators` namespaces, the global OperatorGroup and the OLMConfig, then starts both
 operators as add-on processes of the cluster (pid files and logs in its state

@@ -52,9 +52,11 @@ def init_plan(
     project_name: str,
     info: csvbase.CSVInfo | None = None,
     tool_source: str = "",
+    tool_pip: str = "",
     grafana: bool = False,
 ) -> Plan:
-    """Every file of a new, empty project (`tool_source`: see files_project.makefile;
+    """Every file of a new, empty project (`tool_source`, `tool_pip`: see
+    files_project.makefile;
     `grafana`: also the dashboard of the operator's metrics)."""
     validate_domain(domain)
     validate_project_name(project_name)
@@ -62,7 +64,7 @@ def init_plan(
     files = {
         PROJECT_FILE: render_project(project),
         "Makefile": files_project.makefile(
-            project_name=project_name, domain=domain, tool_source=tool_source
+            project_name=project_name, domain=domain, tool_source=tool_source, tool_pip=tool_pip
         ),
         "Dockerfile": files_project.dockerfile(project_name),
         ".dockerignore": files_project.dockerignore(),

@@ -1,6 +1,6 @@
 """OLM v1 on the local cluster: `ansible-operator olm install|uninstall --v1`.
 
-`install --v1` builds operator-controller and catalogd (hack/tools/olm-v1), applies
+`install --v1` builds operator-controller and catalogd (gomodules/tools/olm-v1), applies
 their CRDs (copied from the module beside the binaries at build time), the namespace
 `olmv1-system` and its two service accounts, then starts both as add-on processes of the
 cluster with its admin kubeconfig (as OLM v0's operators run here). TLS comes from the

@@ -62,10 +62,13 @@ CONTAINER_TOOL ?= docker
 
 # The ansible-operator command: from PATH, else bin/ansible-operator, a virtualenv that
 # `make ansible-operator` (a prerequisite of every target that needs the command) makes
-# by installing the ansible-operator checkout ANSIBLE_OPERATOR_SOURCE into it with pip.
+# with pip: the checkout ANSIBLE_OPERATOR_SOURCE (editable) when set, else what
+# ANSIBLE_OPERATOR_PIP names (pip's arguments: the wheel `init` was installed from, or
+# its version from the package index pip is configured with).
 # `ansible-operator cluster kubectl` is a kubectl (with kustomize built in) that talks to
 # $KUBECONFIG when set, else to the local cluster.
 ANSIBLE_OPERATOR_SOURCE ?= @SOURCE@
+ANSIBLE_OPERATOR_PIP ?= @PIP@
 LOCALBIN ?= $(CURDIR)/bin
 PYTHON ?= python3
 ON_PATH := $(shell command -v ansible-operator 2>/dev/null)
@@ -89,6 +92,8 @@ TOOL_PATH = $$($(ANSIBLE_OPERATOR) cluster tools | sed -n 's/^$(1): //p')
 PLATFORMS ?= linux/arm64,linux/amd64,linux/s390x,linux/ppc64le
 HELP_LINE = {printf "  %-16s %s\\n", $$1, $$2}
 BUILD_IMG = $(CONTAINER_TOOL) build -t $(IMG) .
+TOOL_EDITABLE = --editable "$(ANSIBLE_OPERATOR_SOURCE)"
+TOOL_PIP_ARGS = $(if $(ANSIBLE_OPERATOR_SOURCE),$(TOOL_EDITABLE),$(ANSIBLE_OPERATOR_PIP))
 
 .PHONY: all
 all: docker-build ## build the operator image (docker-build)
@@ -103,15 +108,22 @@ ansible-operator: ## find ansible-operator: on PATH, else in bin/ (installed the
 \t  $(MAKE) --no-print-directory $(LOCALBIN)/ansible-operator
 
 $(LOCALBIN)/ansible-operator:
-\t@if [ ! -f "$(ANSIBLE_OPERATOR_SOURCE)/pyproject.toml" ]; then \\
+\t@if [ -n "$(ANSIBLE_OPERATOR_SOURCE)" ] && \\
+\t  [ ! -f "$(ANSIBLE_OPERATOR_SOURCE)/pyproject.toml" ]; then \\
 \t  echo "ansible-operator is not on PATH, and ANSIBLE_OPERATOR_SOURCE" \\
 \t    "('$(ANSIBLE_OPERATOR_SOURCE)') is no checkout of it. Put it on PATH (in a checkout:" \\
 \t    "make install-tool), or install it into bin/ with:" \\
 \t    "make ansible-operator ANSIBLE_OPERATOR_SOURCE=/path/to/checkout" >&2; \\
 \t  exit 1; fi
-\t@echo "ansible-operator is not on PATH: installing $(ANSIBLE_OPERATOR_SOURCE) into bin/venv"
+\t@if [ -z "$(ANSIBLE_OPERATOR_SOURCE)$(strip $(ANSIBLE_OPERATOR_PIP))" ]; then \\
+\t  echo "ansible-operator is not on PATH, and neither ANSIBLE_OPERATOR_SOURCE (a checkout)" \\
+\t    "nor ANSIBLE_OPERATOR_PIP (pip's arguments) says where to install it from. Put it on" \\
+\t    "PATH (pipx install ansible_operator-VERSION-py3-none-any.whl), or install it into bin/" \\
+\t    "with: make ansible-operator ANSIBLE_OPERATOR_PIP=/path/to/the.whl" >&2; \\
+\t  exit 1; fi
+\t@echo "ansible-operator is not on PATH: installing $(TOOL_PIP_ARGS) into bin/venv"
 \t$(PYTHON) -m venv $(LOCALBIN)/venv
-\t$(LOCALBIN)/venv/bin/pip install --quiet --editable "$(ANSIBLE_OPERATOR_SOURCE)"
+\t$(LOCALBIN)/venv/bin/pip install --quiet $(TOOL_PIP_ARGS)
 \tln -sf venv/bin/ansible-operator $@
 
 .PHONY: run
@@ -262,10 +274,12 @@ def dockerfile(project_name: str) -> str:
     )
 
 
-def makefile(*, project_name: str, domain: str, tool_source: str = "") -> str:
+def makefile(*, project_name: str, domain: str, tool_source: str = "", tool_pip: str = "") -> str:
     """`tool_source`: the ansible-operator checkout the Makefile installs into bin/ when
-    the command is not on PATH (empty: none known; the Makefile then says what to do)."""
-    return _fill(_MAKEFILE, PROJECT=project_name, DOMAIN=domain, SOURCE=tool_source)
+    the command is not on PATH; `tool_pip`: else pip's arguments that install it (a
+    wheel, `ansible-operator==VERSION`); both empty: none known, the Makefile then says
+    what to do."""
+    return _fill(_MAKEFILE, PROJECT=project_name, DOMAIN=domain, SOURCE=tool_source, PIP=tool_pip)
 
 
 def requirements() -> str:

@@ -17,8 +17,8 @@ from runner.devtools.cluster.components import (
     olm_operators,
     olm_v1_operators,
     tools,
-    tools_dir,
 )
+from runner.devtools.cluster.gomoduledirs import tools_dir
 from runner.errors import ClusterError
 
 

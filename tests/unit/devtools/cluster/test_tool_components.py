@@ -1,4 +1,4 @@
-"""The OLM validators' build definitions: versions from hack/tools, tags, version stamps."""
+"""The OLM validators' build definitions: versions from gomodules/tools, tags, version stamps."""
 
 from __future__ import annotations
 
