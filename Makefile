@@ -70,7 +70,7 @@ dist: venv ## build the wheel and sdist into dist/ (python -m build, reproducibl
 	@cd $(DIST_DIR) && sha256sum ansible_operator-$(RUNTIME_VERSION)*
 
 .PHONY: binaries
-binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM v0 and v1
+binaries: venv ## build (first time) or reuse the control-plane binaries, operator-sdk, opm, OLM v0 and v1, the Go ansible-operator
 	$(OPERATOR) cluster up --build-only
 
 .PHONY: lint
@@ -127,7 +127,10 @@ PYTEST_WORKERS ?= 3
 XDIST = $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 
 # `make test` installs the `bench` extra too (matplotlib, ansible-runner-http), so that
-# the chart drawing of bench/charts.py is tested: about a minute once per fresh venv.
+# the chart drawing of bench/charts.py is tested and the differential suite
+# (tests/differential) can run the Go ansible-operator, which reads Ansible's events
+# through ansible-runner-http: about a minute once per fresh venv. `binaries` builds that
+# Go operator (once, cached).
 .PHONY: test
 test: lint binaries test-packages venv-core218 bench-compare-deps ## everything CI runs: lint, unit, integration and e2e tests, then the ansible-core 2.18 line's
 	$(BIN)/pytest $(XDIST) $(DURATIONS) $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; \
@@ -137,12 +140,16 @@ test: lint binaries test-packages venv-core218 bench-compare-deps ## everything 
 # The second ansible-core line CI tests: the main venv has the newest the ranges allow
 # (2.19, ansible 12); this one has 2.18 with ansible 11, the line of operator-sdk's Go
 # image. Its tests: the hooks' unit tests and both backends in process, the sample
-# operator and the backend-equivalence suite with operators run by its interpreter.
+# operator, the backend-equivalence suite with operators run by its interpreter, the plans
+# whose runs the preview hook (2.18: its own spots) skips tasks in, and the differential
+# suite (the Go operator and ours on that line).
 CORE218_VENV ?= .venv-core218
 CORE218_PINS := 'ansible-core>=2.18,<2.19' 'ansible>=11,<12'
 CORE218_TESTS ?= tests/unit/ansible tests/integration/test_ansible_backend.py \
 	tests/integration/test_fast_backend.py tests/integration/test_memcached_sample.py \
-	tests/integration/test_backend_equivalence.py
+	tests/integration/test_backend_equivalence.py tests/differential \
+	tests/integration/test_plan.py::test_tasks_acting_outside_the_api_are_listed_and_not_run \
+	tests/integration/test_plan.py::test_a_failing_role_exits_1_and_names_the_task
 CORE218_PYTEST = ANSIBLE_OPERATOR_TEST_PYTHON=$(abspath $(CORE218_VENV))/bin/python \
 	$(CORE218_VENV)/bin/pytest
 
@@ -150,7 +157,7 @@ CORE218_PYTEST = ANSIBLE_OPERATOR_TEST_PYTHON=$(abspath $(CORE218_VENV))/bin/pyt
 $(CORE218_VENV)/.installed: pyproject.toml | $(VENV)/.installed
 	$(PYTHON) -m venv $(CORE218_VENV)
 	$(CORE218_VENV)/bin/pip install --quiet --upgrade pip
-	$(CORE218_VENV)/bin/pip install --quiet -e '.[test]' $(CORE218_PINS)
+	$(CORE218_VENV)/bin/pip install --quiet -e '.[test,go-operator]' $(CORE218_PINS)
 	touch $@
 
 .PHONY: venv-core218
@@ -217,12 +224,13 @@ $(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
 	touch $@
 
 .PHONY: bench
-bench: venv bench-compare-deps ## reconcile benchmark (N=50), ours vs the Go ansible-operator, fairness (about 135 min)
+bench: venv bench-compare-deps bench-realroles-deps ## reconcile benchmark (N=50), ours vs the Go ansible-operator, fairness, real-shaped roles (about 160 min)
 	$(BIN)/python bench/reconcile.py
 	$(BIN)/python -m bench.compare $(COMPARE_ARGS)
 	$(BIN)/python -m bench.compare --mode latency $(LATENCY_ARGS)
 	$(BIN)/python -m bench.compare --mode scale $(SCALE_ARGS)
 	$(BIN)/python bench/fairness.py $(FAIRNESS_ARGS)
+	$(MAKE) --no-print-directory bench-realroles
 	$(BIN)/python bench/charts.py
 
 # e.g. FAIRNESS_ARGS='--mode burst' or '--count 2000 --operators on,off'
@@ -245,6 +253,34 @@ bench-compare: bench-compare-deps ## only ours vs the Go ansible-operator (bench
 
 .PHONY: bench-compare-deps
 bench-compare-deps: $(VENV)/.bench-installed
+
+# The seeded chaos soak (bench/soak.py, docs/soak.md) on a private cluster of its own:
+# SOAK_ARGS, e.g. '--seed 7 --sharding' to replay a schedule, or the long soak,
+# '--crs 1000 --chaos 1800 --chart bench/results/soak.svg'. Without SOAK_ARGS: 200 CRs,
+# two minutes of faults, a random seed (printed).
+SOAK_ARGS ?=
+
+.PHONY: soak
+soak: venv bench-compare-deps ## the seeded chaos soak: replicas, faults, invariants (SOAK_ARGS; docs/soak.md)
+	$(BIN)/python bench/soak.py $(SOAK_ARGS)
+
+# bench/realroles.py: the installer role of bench/realroles/ on Go, ours (runner) and ours
+# (fast), once with .venv (ansible-core 2.19) and once with .venv-core218 (2.18), which
+# then needs the bench extra too (the Go operator's ansible-runner-http, jmespath).
+# e.g. REALROLES_ARGS='--runs 7 --scenarios a,b'
+REALROLES_ARGS ?=
+
+$(CORE218_VENV)/.bench-installed: pyproject.toml $(CORE218_VENV)/.installed
+	$(CORE218_VENV)/bin/pip install --quiet -e '.[test,bench]' $(CORE218_PINS)
+	touch $@
+
+.PHONY: bench-realroles-deps
+bench-realroles-deps: $(VENV)/.bench-installed $(CORE218_VENV)/.bench-installed
+
+.PHONY: bench-realroles
+bench-realroles: bench-realroles-deps ## real-shaped installer role: Go vs ours (runner, fast), ansible-core 2.19 then 2.18 (about 35 min)
+	$(BIN)/python bench/realroles.py $(REALROLES_ARGS)
+	$(BIN)/python bench/realroles.py --ansible-core-venv $(CORE218_VENV) $(REALROLES_ARGS)
 
 .PHONY: install
 install: venv ## install the sample's CRDs (config/crd) into the cluster

@@ -19,6 +19,10 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Run as a script, sys.path[0] is bench/, whose queue.py would hide the standard
+# library's `queue` (which the Kubernetes client imports).
+if sys.path and sys.path[0] and Path(sys.path[0]).resolve() == REPO / "bench":
+    del sys.path[0]
 sys.path.insert(0, str(REPO / "tests"))
 
 from kubernetes import client, config  # noqa: E402

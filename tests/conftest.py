@@ -8,6 +8,7 @@ see support.parallel).
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -43,6 +44,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
         if parts[0] in ("integration", "e2e"):
             item.add_marker(getattr(pytest.mark, parts[0]))
+        if parts[0] == "differential":
+            item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.differential)
         if parts[:2] in (("integration", "engine"), ("integration", "operator")):
             item.add_marker(pytest.mark.engine)
     if parallel.is_worker():
@@ -57,6 +61,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") != "loadgroup":
         return None
     return parallel.group_scheduler(config, log)
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored() -> Iterator[None]:
+    """A test that runs a sub-command configures logging (`logs.configure` replaces the
+    root logger's handlers and level, e.g. `plan` to errors only): put both back, so
+    that a later test's `caplog` still sees its records whatever ran before it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ from runner.devtools.cluster.local import LocalCluster
 
 from . import __doc__ as DESCRIPTION
 from .base import REPO, log
-from .operators import OperatorSpec, our_backends
+from .operators import OperatorSpec, compile_bytecode, our_backends
 from .report import compare_dependents, markdown, section_markdown
 from .resources import install_crd
 from .workloads import Context, run_latency, run_operator
@@ -105,6 +105,7 @@ def main() -> int:
     cluster = LocalCluster(default_state_dir())
     if not cluster.is_up():
         cluster.up(progress=log)
+    compile_bytecode()
     go_binary = build.ensure_built([go_ansible_operator()], root=build.cache_root(), progress=log)[
         "ansible-operator-go"
     ]

@@ -49,10 +49,22 @@ def wait_ports_free(ports: tuple[int, ...], timeout: float = 120) -> None:
         time.sleep(2)
 
 
-def our_backends() -> list[str]:
+def compile_bytecode(repo: Path = REPO) -> None:
+    """Byte-compile our `runner` package as installing it would (pip compiles a wheel's
+    modules; the image's package has its .pyc files). The development checkout is an
+    editable install, and with PYTHONDONTWRITEBYTECODE set every operator and every
+    zygote would compile its modules at each start, which no installed operator does."""
+    subprocess.run(
+        [str(VENV / "bin" / "python"), "-m", "compileall", "-q", str(repo / "runner")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def our_backends(venv: Path = VENV) -> list[str]:
     """The --ansible-backend choices `ansible-operator run` offers ([] without the flag)."""
     text = subprocess.run(
-        [str(VENV / "bin" / "python"), "-m", "runner.cli", "run", "--help"],
+        [str(venv / "bin" / "python"), "-m", "runner.cli", "run", "--help"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -144,7 +156,9 @@ class Running:
         return os.waitid(os.P_PID, self.process.pid, flags) is None
 
 
-def operator_env(namespace: str, kubeconfig: Path, runner_dir: Path) -> dict[str, str]:
+def operator_env(
+    namespace: str, kubeconfig: Path, runner_dir: Path, venv: Path = VENV
+) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -156,8 +170,8 @@ def operator_env(namespace: str, kubeconfig: Path, runner_dir: Path) -> dict[str
             "KUBECONFIG": str(kubeconfig),
             "WATCH_NAMESPACE": namespace,
             # Both put ansible_python_interpreter=$VIRTUAL_ENV/bin/python3 in the inventory.
-            "VIRTUAL_ENV": str(VENV),
-            "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '')}",
+            "VIRTUAL_ENV": str(venv),
+            "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}",
             "ANSIBLE_GATHERING": "explicit",
             "ANSIBLE_COLLECTIONS_PATH": str(REPO / "runner" / "collections"),
             "ANSIBLE_OPERATOR_RUNNER_DIR": str(runner_dir),
@@ -175,11 +189,14 @@ def start_operator(
     kubeconfig: Path,
     work: Path,
     concurrency: int,
+    venv: Path = VENV,
     extra_args: tuple[str, ...] = (),
     wrapper: tuple[str, ...] = (),
 ) -> Running:
-    """Start `spec`'s operator; `extra_args` go after the common flags, `wrapper` before
-    the command (e.g. a shell that moves itself into a cgroup, then execs the rest)."""
+    """Start `spec`'s operator out of cluster; `venv` is the Python environment of ours and
+    of the Ansible both run (its `bin/` first on PATH, VIRTUAL_ENV); `extra_args` go after
+    the common flags, `wrapper` before the command (e.g. a shell that moves itself into a
+    cgroup, then execs the rest)."""
     metrics_port, health_port = free_port(), free_port()
     runner_dir = work / f"runner-{spec.key}"
     common = [
@@ -198,7 +215,7 @@ def start_operator(
         command = [str(go_binary), "run", *common]
     else:
         command = [
-            str(VENV / "bin" / "python"),
+            str(venv / "bin" / "python"),
             "-m",
             "runner.cli",
             "run",
@@ -211,7 +228,7 @@ def start_operator(
         if spec.backend:
             command += ["--ansible-backend", spec.backend]
     command = [*wrapper, *command, *extra_args]
-    env = operator_env(namespace, kubeconfig, runner_dir)
+    env = operator_env(namespace, kubeconfig, runner_dir, venv)
     if spec.kind == "ours":
         env["PYTHONPATH"] = str(REPO)
     log_path = work / f"operator-{spec.key}.log"

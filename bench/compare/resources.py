@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -343,9 +344,11 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str:
     return f"{path or '.'}: {json.dumps(a, default=str)} != {json.dumps(b, default=str)}"
 
 
-def install_crd(api: client.ApiClient) -> None:
+def install_crd(api: client.ApiClient, crd_file: Path = CRD_FILE) -> None:
+    """Create the CRD (the Memcached one unless `crd_file` names another) and wait until
+    it is Established."""
     ext = client.ApiextensionsV1Api(api)
-    body = yaml.safe_load(CRD_FILE.read_text())
+    body = yaml.safe_load(crd_file.read_text())
     try:
         ext.create_custom_resource_definition(body)
     except ApiException as exc:
@@ -358,4 +361,4 @@ def install_crd(api: client.ApiClient) -> None:
         if any(c.type == "Established" and c.status == "True" for c in conds):
             return
         time.sleep(0.2)
-    raise RuntimeError("the Memcached CRD is not Established")
+    raise RuntimeError(f"the CRD {body['metadata']['name']} is not Established")

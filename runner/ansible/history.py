@@ -42,6 +42,7 @@ __all__ = [
     "parse_target",
     "summarize_events",
     "summarize_run",
+    "task_lines",
 ]
 
 Outcome = Literal["successful", "failed", "error", "unfinished"]
@@ -265,6 +266,25 @@ def summarize_run(run: RunInfo) -> RunSummary:
     events = read_events(run)
     stdout = read_stdout(run) if run.status is not None else ""
     return summarize_events(run, events, ended=_ended(run), stdout=stdout)
+
+
+def task_lines(summary: RunSummary) -> list[str]:
+    """The lines under a run in `history` (and `plan`): its changed tasks, each failed
+    task with its message, and why a run without a result has none (unmasked)."""
+    lines = []
+    if summary.changed_tasks:
+        lines.append(f"changed: {', '.join(summary.changed_tasks)}")
+    for task in summary.failed_tasks:
+        lines.append(f"failed: {task.task}: {one_line(task.msg)}")
+    if summary.error:
+        lines.append(f"error: {one_line(summary.error)}")
+    return lines
+
+
+def one_line(text: str) -> str:
+    """`text`'s non-blank lines, stripped and joined by " / "."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " / ".join(lines)
 
 
 # -- internals ------------------------------------------------------------------------

@@ -121,12 +121,21 @@ def claim(base: Path, *, identity: str, uid: int | None = None) -> RunDirectory:
         ) from err
     # Locked under a temporary name, then renamed: a directory whose `.lock` exists is
     # always locked while its process lives (`remove_abandoned` relies on it).
-    pending = path / f"{LOCK_FILE}.new"
-    fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    owner = {"identity": identity, "pid": os.getpid(), "started": time.time()}
-    _write_private(path / OWNER_FILE, json.dumps(owner))
-    os.rename(pending, path / LOCK_FILE)
+    fd: int | None = None
+    try:
+        pending = path / f"{LOCK_FILE}.new"
+        fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        owner = {"identity": identity, "pid": os.getpid(), "started": time.time()}
+        _write_private(path / OWNER_FILE, json.dumps(owner))
+        os.rename(pending, path / LOCK_FILE)
+    except OSError as err:
+        # Half made (a full disk): nobody could ever tell it from one being made, and
+        # remove it; this process does, before it gives up.
+        if fd is not None:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+        raise ConfigError(f"run directory base {resolved}: cannot set up {path}: {err}") from err
     return RunDirectory(path=path, _lock=fd)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -23,9 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypedDict
-
-from ansible_runner import Runner, RunnerConfig
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from runner.ansible import artifacts, disk
 from runner.ansible.backend import EventCallback, LogEvents, PlaybookStep
@@ -46,6 +45,9 @@ from runner.ansible.proctree import children, kill_tree
 from runner.ansible.runlog import RunLog
 from runner.errors import AnsibleRunError
 from runner.structs.gvk import GVK
+
+if TYPE_CHECKING:
+    from ansible_runner import RunnerConfig
 
 __all__ = [
     "PAYLOAD_CALLBACK_DIR",
@@ -220,13 +222,20 @@ class Runs:
         if cancel.is_set():  # stopped while waiting for a worker thread
             raise AnsibleRunError("the Ansible run was stopped")
         started = time.monotonic()
+        what = f"run {request.gvk.kind} {request.namespace}/{request.name} {request.ident}"
         with self._layout_lock:
             write_inputs(data_dir, request, environ=environ)
+        self.logger.debug("%s: inputs written", what)
         config_kwargs = runner_config(request, data_dir=data_dir, environ=environ)
         config_kwargs["envvars"] = run_env(env, config_kwargs["envvars"], environ)
+        # ansible-runner is imported with the first run, not with the operator: its
+        # import (and its plugins') is not on the way to the operator's readiness.
+        from ansible_runner import RunnerConfig
+
         try:
             config = RunnerConfig(**config_kwargs)
             config.prepare()
+            self.logger.debug("%s: prepared", what)
             status, rc = self._step(config, handle=handle, cancel=cancel)
         except AnsibleRunError:
             raise
@@ -238,6 +247,7 @@ class Runs:
             if cancel.is_set():
                 _record_stopped(data_dir / artifacts.ARTIFACTS / request.ident)
             self._finish_artifacts(data_dir, request)
+            self.logger.debug("%s: artifacts done", what)
 
         result = collector.result()
         log.finished(status=status, rc=rc, result=result, seconds=time.monotonic() - started)
@@ -380,7 +390,7 @@ def run_with_ansible_runner(
     ansible-playbook under pexpect. The runner backend's only step, and the fast
     backend's fallback."""
     config.pexpect_timeout = _CANCEL_POLL_SECONDS
-    ansible = _TreeKillingRunner(config, event_handler=handle, cancel_callback=cancel.is_set)
+    ansible = _tree_killing_runner()(config, event_handler=handle, cancel_callback=cancel.is_set)
     status, rc = ansible.run()
     return status, rc
 
@@ -388,24 +398,31 @@ def run_with_ansible_runner(
 # -- internals ------------------------------------------------------------------------
 
 
-class _TreeKillingRunner(Runner):  # type: ignore[misc]
-    """ansible-runner's `Runner` whose cancel and timeouts also kill the task workers
-    and their modules, which have left the run's process group (`proctree`).
+@functools.cache
+def _tree_killing_runner() -> Any:
+    """`_TreeKillingRunner`, made at the first run (ansible-runner imported then)."""
+    from ansible_runner import Runner
 
-    `Runner` kills the group through the class (`Runner.handle_termination`), right
-    after `kill_container()`, so the tree is killed there: the run's process is this
-    process's child whose command line names the run's private data directory."""
+    class _TreeKillingRunner(Runner):  # type: ignore[misc]
+        """ansible-runner's `Runner` whose cancel and timeouts also kill the task workers
+        and their modules, which have left the run's process group (`proctree`).
 
-    def kill_container(self) -> None:
-        super().kill_container()
-        data_dir = os.fsencode(str(self.config.private_data_dir))
-        for pid in children(os.getpid()):
-            try:
-                command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if data_dir in command:
-                kill_tree(pid)
+        `Runner` kills the group through the class (`Runner.handle_termination`), right
+        after `kill_container()`, so the tree is killed there: the run's process is this
+        process's child whose command line names the run's private data directory."""
+
+        def kill_container(self) -> None:
+            super().kill_container()
+            data_dir = os.fsencode(str(self.config.private_data_dir))
+            for pid in children(os.getpid()):
+                try:
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if data_dir in command:
+                    kill_tree(pid)
+
+    return _TreeKillingRunner
 
 
 def _write_inventory(data_dir: Path, source: Path | None, files: Mapping[str, str]) -> None:

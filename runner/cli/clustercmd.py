@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 
 from runner.devtools.cluster import build, registry
-from runner.devtools.cluster.components import kubelet, olm_operators, olm_v1_operators, tools
+from runner.devtools.cluster.components import (
+    go_ansible_operator,
+    kubelet,
+    olm_operators,
+    olm_v1_operators,
+    tools,
+)
 from runner.devtools.cluster.components import registry as registry_component
 from runner.devtools.cluster.layout import default_state_dir
 from runner.devtools.cluster.local import LocalCluster
@@ -30,12 +36,15 @@ def dispatch(args: argparse.Namespace) -> int:
     cluster = LocalCluster(state_dir)
     if args.action == "up":
         if args.build_only:
-            # The kubelet, the registry, the OLM validators (operator-sdk, opm) and both
-            # OLMs' operators are built too: tests, `up --real-node`, `up --registry`,
-            # `make bundle-validate` and `olm install [--v1]` use them, `up` does not.
+            # The kubelet, the registry, the OLM validators (operator-sdk, opm), both
+            # OLMs' operators and the Go ansible-operator are built too: tests, `up
+            # --real-node`, `up --registry`, `make bundle-validate`, `olm install [--v1]`
+            # and the differential suite use them, `up` does not.
             built = cluster.build(progress=_progress)
             built |= build.ensure_built(
-                [kubelet(), registry_component()], root=cluster.cache, progress=_progress
+                [kubelet(), registry_component(), go_ansible_operator()],
+                root=cluster.cache,
+                progress=_progress,
             )
             built |= build.ensure_built(tools().values(), root=cluster.cache, progress=_progress)
             built |= build.ensure_built(

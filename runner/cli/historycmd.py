@@ -115,6 +115,7 @@ def format_duration(seconds: float | None) -> str:
 
 def format_history(cr: CRDir, summaries: Sequence[RunSummary]) -> str:
     """The `history` table: one line per run, then its changed and failed tasks."""
+    from runner.ansible.history import task_lines
     from runner.util.redact import redact_text
 
     header = ("STARTED (UTC)", "DURATION", "RESULT", "OK", "CHANGED", "FAILED", "RUN")
@@ -134,12 +135,7 @@ def format_history(cr: CRDir, summaries: Sequence[RunSummary]) -> str:
     lines = [f"{cr.object_label} ({cr.kind_label})", _row(header, widths)]
     for row, summary in zip(rows, summaries, strict=True):
         lines.append(_row(row, widths))
-        if summary.changed_tasks:
-            lines.append(f"    changed: {', '.join(summary.changed_tasks)}")
-        for task in summary.failed_tasks:
-            lines.append(f"    failed: {task.task}: {_one_line(task.msg)}")
-        if summary.error:
-            lines.append(f"    error: {_one_line(summary.error)}")
+        lines += [f"    {line}" for line in task_lines(summary)]
     return redact_text("\n".join(lines))
 
 
@@ -246,8 +242,3 @@ def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
         for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
     ]
     return "  ".join(parts).rstrip()
-
-
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return " / ".join(lines)

@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from runner.devtools import images
-from runner.devtools.cluster import build
 
 
 def _progress(message: str) -> None:
@@ -51,6 +50,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    from runner.devtools.cluster import build
+
     cache = build.cache_root()
     if args.action == "build":
         build_args = {}

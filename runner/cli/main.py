@@ -284,8 +284,21 @@ def build_parser() -> argparse.ArgumentParser:
     from runner.cli import varscmd
 
     varscmd.add_commands(sub)
+    from runner.cli import plancmd
+
+    plancmd.add_commands(sub)
     _add_completion(sub)
     return parser
+
+
+_USAGE_ERROR_IS_1 = frozenset({"plan"})
+"""Sub-commands whose exit code 2 means something else than a usage error (`plan`: the
+reconcile would change something); their usage errors exit 1."""
+
+
+def _command(argv: Sequence[str]) -> str:
+    """The sub-command `argv` names: its first word not an option ("" when none)."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
@@ -311,7 +324,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     own, passthrough = _split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(own)
+    try:
+        args = parser.parse_args(own)
+    except SystemExit as done:
+        # argparse exits 2 for a usage error; to `plan`, 2 means "changes".
+        if done.code == 2 and _command(own) in _USAGE_ERROR_IS_1:
+            return 1
+        raise
     if passthrough is not None:
         args.kubectl_args = passthrough
     handler: Handler = args.handler

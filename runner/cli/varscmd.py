@@ -10,9 +10,11 @@ in the shape a reconcile sees it in:
   first run;
 - `metadata.namespace` is the CR's own or `--namespace` (a CR file often has none);
 - `--deleting` gives the finalizer's run: `metadata.deletionTimestamp` is set (now) unless
-  the file has one, and a file that has one gets the finalizer's run anyway.
+  the file has one, and a file that has one gets the finalizer's run anyway;
+- with `manageStatus` (the default) the status has the Running condition the reconcile
+  writes before the run, as the role sees it (the Go operator's object after that write).
 
-Fields the API server would set (uid, resourceVersion, creationTimestamp, status) are
+Other fields the API server would set (uid, resourceVersion, creationTimestamp) are
 whatever the file holds. Everything but `_cmd_vars` is pure.
 """
 
@@ -25,12 +27,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
 from runner.errors import ConfigError
 from runner.structs import GVK, bodies
+from runner.structs.bodies import KubeObject
 from runner.util.yamlerror import describe_yaml_error
 
 if TYPE_CHECKING:
@@ -132,9 +135,10 @@ def as_read(
     deleting: bool,
     now: datetime,
     source: str,
-) -> dict[str, Any]:
+) -> KubeObject:
     """`obj` as a reconcile reads it (see the module docstring); a new dict."""
     from runner.k8s.informer import strip
+    from runner.status import conditions
 
     meta: dict[str, Any] = dict(bodies.metadata(obj))
     name = meta.get("name")
@@ -161,7 +165,13 @@ def as_read(
     if deleting and not meta.get("deletionTimestamp"):
         meta["deletionTimestamp"] = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         meta.setdefault("deletionGracePeriodSeconds", 0)
-    return strip({**obj, "metadata": meta})
+    read: dict[str, Any] = {**obj, "metadata": meta}
+    if watch.manage_status:
+        status = obj.get("status")
+        read["status"] = conditions.running(
+            status if isinstance(status, Mapping) else None, now=now
+        )
+    return strip(cast(KubeObject, read))
 
 
 def cr_extra_vars(

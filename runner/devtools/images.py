@@ -23,8 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.devtools.cluster import build as go_build
-from runner.devtools.cluster.components import olm_utilities, tools
 from runner.errors import ClusterError
 from runner.util.progress import Ticker
 
@@ -458,6 +456,11 @@ def inputs_digest(dockerfile: str, files: Mapping[str, Path]) -> str:
 
 def ensure_opm_image(tool: str, cache: Path, *, progress: Progress = print) -> str:
     """The tag of an image holding the opm built here (built first time)."""
+    # The Go build machinery only here: `ansible-operator run` builds the `image`
+    # sub-command's parser, which reads this module's names.
+    from runner.devtools.cluster import build as go_build
+    from runner.devtools.cluster.components import olm_utilities, tools
+
     opm = tools()["opm"]
     probe = olm_utilities()["grpc_health_probe"]
     files = {

@@ -42,7 +42,7 @@ from runner.engine.queue import Priority, QueueShutDown, WorkQueue
 from runner.k8s.informer import DELETED, Informer
 from runner.observability.metrics import ControllerMetrics
 from runner.structs import GVK, NamespacedName
-from runner.structs.bodies import object_key
+from runner.structs.bodies import KubeObject, object_key
 
 log = logging.getLogger("ansible-operator.controller")
 
@@ -107,7 +107,7 @@ class Controller:
         """Asked right before each reconcile; False skips the key without forgetting or
         requeueing it (sharding: the key is being handed over to another replica)."""
 
-    def _on_event(self, event: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _on_event(self, event: str, new: KubeObject, old: KubeObject | None) -> None:
         if self._metrics is not None:
             if event == DELETED:
                 self._metrics.resource_deleted(new)
@@ -115,7 +115,9 @@ class Controller:
                 self._metrics.resource_seen(new)
         if self._predicate is None or self._predicate(event, new, old):
             initial = not self.informer.synced.is_set()
-            self.queue.add(object_key(new), priority_of(event, new, old, initial_list=initial))
+            key = object_key(new)
+            self.queue.add(key, priority_of(event, new, old, initial_list=initial))
+            log.debug("queued %s %s (%s)", self.gvk.kind, key, event)
 
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.informer.run(), name=f"{self.name}-informer"))

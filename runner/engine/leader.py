@@ -31,15 +31,35 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict, cast
 
 from runner.k8s.apierrors import APIError, Conflict, NotFound
 from runner.k8s.client import KubeClient
 from runner.structs import GVK
+from runner.structs.bodies import KubeObject, ObjectMeta
 
 log = logging.getLogger("ansible-operator.leader")
 
 LEASE = GVK("coordination.k8s.io", "v1", "Lease")
+
+
+class LeaseSpec(TypedDict, total=False):
+    """A Lease's `spec` (`holderIdentity` null: released)."""
+
+    holderIdentity: str | None
+    leaseDurationSeconds: int
+    acquireTime: str
+    renewTime: str
+    leaseTransitions: int
+
+
+class Lease(TypedDict, total=False):
+    """A `coordination.k8s.io/v1` Lease as read from the API server."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: LeaseSpec
 
 
 @dataclass(frozen=True)
@@ -71,7 +91,7 @@ class LeaderElector:
         self.healthy = False  # the API server answered our last attempt
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
-        self._lease: dict[str, Any] | None = None
+        self._lease: KubeObject | None = None  # as we last wrote it
         self._renewed_at = 0.0  # loop time the last successful attempt started
         self.holder = ""  # the holder the Lease named when we last read it
         self._annotations: dict[str, str] = {}  # kept on the Lease by every write
@@ -167,9 +187,7 @@ class LeaderElector:
         try:
             async with asyncio.timeout(self._s.renew_deadline), self._writing:
                 # Read it again: a renewal cut short may have changed it after our copy.
-                lease = await self._client.get(
-                    LEASE, name=self._s.name, namespace=self._s.namespace
-                )
+                lease = await self._read()
                 spec = dict(lease.get("spec") or {})
                 if spec.get("holderIdentity") != self.identity:
                     return
@@ -213,7 +231,7 @@ class LeaderElector:
         loop = asyncio.get_running_loop()
         now = _now()
         try:
-            lease = await self._client.get(LEASE, name=self._s.name, namespace=self._s.namespace)
+            lease = await self._read()
         except NotFound:
             self._lease = await self._client.create(
                 LEASE,
@@ -252,7 +270,11 @@ class LeaderElector:
         )
         return True
 
-    def _spec(self, now: str, transitions: int, acquired: str) -> dict[str, Any]:
+    async def _read(self) -> Lease:
+        lease = await self._client.get(LEASE, name=self._s.name, namespace=self._s.namespace)
+        return cast(Lease, lease)
+
+    def _spec(self, now: str, transitions: int, acquired: str) -> LeaseSpec:
         return {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, int(self._s.lease_duration)),

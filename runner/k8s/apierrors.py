@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from runner.errors import AnsibleOperatorError
+from runner.structs.bodies import Status
 
 
 class APIError(AnsibleOperatorError):
@@ -31,7 +32,7 @@ class APIError(AnsibleOperatorError):
         self.status = status
         self.reason = reason
         self.message = message
-        self.body: dict[str, Any] = dict(body)
+        self.body = cast(Status, dict(body))
 
 
 class Forbidden(APIError):

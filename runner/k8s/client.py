@@ -19,7 +19,7 @@ import logging
 import os
 import ssl
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import aiohttp
 from kubernetes_asyncio import client as k8s_client
@@ -29,8 +29,9 @@ from runner.errors import ConfigError
 from runner.k8s.apierrors import APIError, NotFound, Unavailable, from_response, from_status
 from runner.k8s.discovery import APIResource, resources_of
 from runner.k8s.kubeconfig import locate
+from runner.k8s.pool import NewestFirstConnector
 from runner.structs import GVK, bodies
-from runner.structs.bodies import object_key
+from runner.structs.bodies import KubeObject, WatchEvent, object_key
 
 log = logging.getLogger("ansible-operator.k8s")
 
@@ -99,7 +100,21 @@ class KubeClient:
             raise ConfigError(
                 f"{where}cannot load the Kubernetes client configuration: {err}"
             ) from err
-        return cls(k8s_client.ApiClient(configuration=configuration), refresher=refresher)
+        # Each informer holds one connection for its watch, and an operator has one per
+        # watched kind and namespace (and dependent kind): with the library's default
+        # pool of 100, more watches than that left no connection for any other request,
+        # which then failed with a connect timeout. (client-go multiplexes them all on
+        # one HTTP/2 connection.)
+        configuration.connection_pool_maxsize = 0  # aiohttp: no limit
+        api = k8s_client.ApiClient(configuration=configuration)
+        if not _environment_applies(str(configuration.host)):
+            # The library's pool asks the environment for a proxy and ~/.netrc for
+            # credentials on every request, each from a thread of its own: two thread
+            # hops per request that can change nothing for this server.
+            library_pool = api.rest_client.pool_manager
+            api.rest_client.pool_manager = _session(configuration, trust_env=False)
+            await library_pool.close()
+        return cls(api, refresher=refresher)
 
     async def close(self) -> None:
         if self._refresher is not None:
@@ -139,16 +154,7 @@ class KubeClient:
     def ssl_context(self) -> ssl.SSLContext:
         """An SSL context with the same CA, client certificate and verification settings
         as this client's own connections (for aiohttp's `ssl=`)."""
-        conf = self._api.configuration
-        context = ssl.create_default_context(cafile=conf.ssl_ca_cert)
-        if conf.cert_file:
-            context.load_cert_chain(conf.cert_file, keyfile=conf.key_file)
-        if not conf.verify_ssl:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if getattr(conf, "disable_strict_ssl_verification", False):
-            context.verify_flags &= ~ssl.VERIFY_X509_STRICT
-        return context
+        return _ssl_context(self._api.configuration)
 
     async def auth_headers(self) -> dict[str, str]:
         """The headers that authenticate a request now (a bearer or basic token; empty
@@ -204,15 +210,7 @@ class KubeClient:
         running event loop."""
         if self._forwarding is None or self._forwarding.closed:
             conf = self._api.configuration
-            self._forwarding = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    limit=conf.connection_pool_maxsize, ssl=self.ssl_context()
-                ),
-                trust_env=True,
-                # Watch events of large objects exceed aiohttp's default read buffer
-                # (etcd allows requests up to 1.5 MiB).
-                read_bufsize=2**21,
-            )
+            self._forwarding = _session(conf, trust_env=_environment_applies(self.server))
         return self._forwarding
 
     # -- discovery --------------------------------------------------------------------
@@ -266,9 +264,9 @@ class KubeClient:
 
     # -- reading ----------------------------------------------------------------------
 
-    async def get(self, gvk: GVK, *, name: str, namespace: str | None) -> dict[str, Any]:
+    async def get(self, gvk: GVK, *, name: str, namespace: str | None) -> KubeObject:
         res = await self.resource(gvk)
-        return await self._json("GET", res.path(namespace=namespace, name=name))
+        return await self._object("GET", res.path(namespace=namespace, name=name))
 
     async def list(
         self,
@@ -279,7 +277,7 @@ class KubeClient:
         field_selector: str | None = None,
         limit: int = 500,
         metadata_only: bool = False,
-    ) -> tuple[list[dict[str, Any]], str]:
+    ) -> tuple[list[KubeObject], str]:
         """All objects of `gvk` in `namespace` (None: all namespaces), fetched in pages
         of `limit`, each with apiVersion and kind filled in; and the list's
         resourceVersion to watch from. Raises Gone when a continue token expires.
@@ -287,7 +285,7 @@ class KubeClient:
         res = await self.resource(gvk)
         path = res.path(namespace=namespace)
         accept = _METADATA_LIST if metadata_only else "application/json"
-        items: list[dict[str, Any]] = []
+        items: list[KubeObject] = []
         token = ""
         resource_version = ""
         while True:
@@ -319,7 +317,7 @@ class KubeClient:
         label_selector: str | None = None,
         timeout_seconds: int = 300,
         metadata_only: bool = False,
-    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+    ) -> AsyncGenerator[tuple[str, KubeObject], None]:
         """Yield (type, object) for each event after `resource_version`: ADDED, MODIFIED,
         DELETED and BOOKMARK. Ends when the server closes the watch (after about
         `timeout_seconds`); raises Gone when the resourceVersion is too old and the other
@@ -358,7 +356,7 @@ class KubeClient:
                 if not line.strip():
                     continue
                 try:
-                    event = json.loads(line)
+                    event: WatchEvent = json.loads(line)
                 except ValueError as err:
                     raise APIError(
                         0, "BadWatchEvent", line[:200].decode(errors="replace"), {}
@@ -368,7 +366,8 @@ class KubeClient:
                 if not isinstance(obj, dict):
                     continue
                 if kind == "ERROR":
-                    raise from_status(int(obj.get("code") or 500), obj)
+                    status: Mapping[str, Any] = obj  # a Status
+                    raise from_status(int(status.get("code") or 500), status)
                 if metadata_only:
                     obj["apiVersion"], obj["kind"] = res.api_version, res.kind
                 yield kind, obj
@@ -382,26 +381,26 @@ class KubeClient:
 
     async def create(
         self, gvk: GVK, body: Mapping[str, Any], *, namespace: str | None = None
-    ) -> dict[str, Any]:
+    ) -> KubeObject:
         """POST `body`; `namespace` defaults to the body's own metadata.namespace."""
         res = await self.resource(gvk)
         ns = namespace or bodies.namespace(body)
-        return await self._json("POST", res.path(namespace=ns), body=body)
+        return await self._object("POST", res.path(namespace=ns), body=body)
 
-    async def replace(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def replace(self, gvk: GVK, *, obj: Mapping[str, Any]) -> KubeObject:
         """PUT `obj` (with its metadata.resourceVersion: Conflict when stale)."""
         res = await self.resource(gvk)
         key = object_key(obj)
         path = res.path(namespace=key.namespace, name=key.name)
-        return await self._json("PUT", path, body=obj)
+        return await self._object("PUT", path, body=obj)
 
-    async def replace_status(self, gvk: GVK, *, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def replace_status(self, gvk: GVK, *, obj: Mapping[str, Any]) -> KubeObject:
         """PUT `obj` to the status subresource; its metadata.resourceVersion makes a
         stale write fail with Conflict instead of overwriting a newer status."""
         res = await self.resource(gvk)
         key = object_key(obj)
         path = res.path(namespace=key.namespace, name=key.name, subresource="status")
-        return await self._json("PUT", path, body=obj)
+        return await self._object("PUT", path, body=obj)
 
     async def patch(
         self,
@@ -412,13 +411,13 @@ class KubeClient:
         body: Mapping[str, Any] | builtins.list[Any],
         patch_type: PatchType = "merge",
         subresource: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> KubeObject:
         """PATCH one object (or its `subresource`, e.g. "status"); `body` is a list of
         operations for `patch_type="json"`."""
         res = await self.resource(gvk)
         path = res.path(namespace=namespace, name=name, subresource=subresource)
         content_type = _PATCH_CONTENT_TYPES[patch_type]
-        return await self._json("PATCH", path, body=body, content_type=content_type)
+        return await self._object("PATCH", path, body=body, content_type=content_type)
 
     async def delete(
         self,
@@ -429,7 +428,7 @@ class KubeClient:
         propagation_policy: str | None = None,
         grace_period_seconds: int | None = None,
         resource_version: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> KubeObject:
         """DELETE one object; returns what the server answers (the object while
         finalizers hold it, else a Status). `resource_version` is a precondition."""
         res = await self.resource(gvk)
@@ -440,7 +439,7 @@ class KubeClient:
             options["gracePeriodSeconds"] = grace_period_seconds
         if resource_version:
             options["preconditions"] = {"resourceVersion": resource_version}
-        return await self._json("DELETE", res.path(namespace=namespace, name=name), body=options)
+        return await self._object("DELETE", res.path(namespace=namespace, name=name), body=options)
 
     # -- transport --------------------------------------------------------------------
 
@@ -470,6 +469,14 @@ class KubeClient:
             raise _unavailable(err) from err
         return response
 
+    async def _object(
+        self, method: str, path: str, *, body: Any = None, content_type: str = "application/json"
+    ) -> KubeObject:
+        """`_json` for an answer that is an object (or, from a delete, a Status)."""
+        return cast(
+            KubeObject, await self._json(method, path, body=body, content_type=content_type)
+        )
+
     async def _json(
         self,
         method: str,
@@ -495,6 +502,54 @@ class KubeClient:
         if not isinstance(decoded, dict):
             raise APIError(response.status, "BadResponse", f"{method} {path}: not an object", {})
         return decoded
+
+
+def _ssl_context(conf: Any) -> ssl.SSLContext:
+    """What the library's pool makes from the configuration: its CA, client certificate
+    and verification settings."""
+    context = ssl.create_default_context(cafile=conf.ssl_ca_cert)
+    if conf.cert_file:
+        context.load_cert_chain(conf.cert_file, keyfile=conf.key_file)
+    if not conf.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if getattr(conf, "disable_strict_ssl_verification", False):
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
+def _session(conf: Any, *, trust_env: bool) -> aiohttp.ClientSession:
+    """A connection pool as the library makes its own (TLS settings, connection limit,
+    read buffer), asking the environment for proxies and credentials only with
+    `trust_env`, reusing the newest idle connection first (`pool.py`). Made inside the
+    running event loop."""
+    return aiohttp.ClientSession(
+        connector=NewestFirstConnector(limit=conf.connection_pool_maxsize, ssl=_ssl_context(conf)),
+        trust_env=trust_env,
+        # Watch events of large objects exceed aiohttp's default read buffer (etcd allows
+        # requests up to 1.5 MiB).
+        read_bufsize=2**21,
+    )
+
+
+def _environment_applies(server: str) -> bool:
+    """Whether aiohttp's `trust_env` changes a request to `server`: the environment names
+    a proxy for it (HTTPS_PROXY and NO_PROXY as aiohttp reads them), or ~/.netrc (NETRC)
+    holds credentials for its host. Read once, when a pool is made: the operator's
+    environment and home do not change while it runs."""
+    from aiohttp import helpers
+    from yarl import URL
+
+    url = URL(server)
+    with contextlib.suppress(LookupError):
+        helpers.get_env_proxy_for_url(url)
+        return True
+    if url.host is None:
+        return False
+    with contextlib.suppress(LookupError):
+        helpers.basicauth_from_netrc(helpers.netrc_from_env(), url.host)
+        return True
+    return False
 
 
 async def _read(response: aiohttp.ClientResponse) -> bytes:

@@ -22,16 +22,15 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 from runner.k8s.apierrors import APIError, Gone
 from runner.k8s.client import KubeClient
 from runner.structs import GVK, NamespacedName, bodies
-from runner.structs.bodies import object_key
+from runner.structs.bodies import KubeObject, object_key
 
 log = logging.getLogger("ansible-operator.informer")
 
-EventHandler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
+EventHandler = Callable[[str, KubeObject, KubeObject | None], None]
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -42,11 +41,12 @@ BOOKMARK = "BOOKMARK"
 _ALL: str | None = None
 
 
-def strip(obj: dict[str, Any]) -> dict[str, Any]:
+def strip(obj: KubeObject) -> KubeObject:
     """`obj` without metadata.managedFields (a shallow copy when there were some)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
-        meta = {k: v for k, v in meta.items() if k != "managedFields"}
+        meta = meta.copy()
+        del meta["managedFields"]
         return {**obj, "metadata": meta}
     return obj
 
@@ -86,7 +86,7 @@ class Informer:
         self._watch_timeout = watch_timeout
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
-        self._store: dict[NamespacedName, dict[str, Any]] = {}
+        self._store: dict[NamespacedName, KubeObject] = {}
         # Where each stream resumes: None means "list first".
         self._resume: dict[str | None, str | None] = {}
         self._stop = asyncio.Event()
@@ -108,10 +108,10 @@ class Informer:
 
     # -- reading ----------------------------------------------------------------------
 
-    def get(self, key: NamespacedName) -> dict[str, Any] | None:
+    def get(self, key: NamespacedName) -> KubeObject | None:
         return self._store.get(key)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[KubeObject]:
         return list(self._store.values())
 
     @property
@@ -204,7 +204,8 @@ class Informer:
                 if self._resume.get(namespace) is None:
                     self._resume[namespace] = await self._relist(namespace)
                     unsynced.discard(namespace)
-                    if not unsynced:
+                    if not unsynced and not self.synced.is_set():
+                        log.debug("%s synced: %d objects", self.gvk.kind, len(self._store))
                         self.synced.set()
                 started = asyncio.get_running_loop().time()
                 got_events = await self._watch(namespace)
@@ -250,7 +251,11 @@ class Informer:
         for item in items:
             # LIST items carry no apiVersion/kind; watch events do. Readers (the proxy
             # cache) hand objects out as the API would, so fill them in.
-            obj = {"apiVersion": self.gvk.api_version, "kind": self.gvk.kind, **strip(item)}
+            obj: KubeObject = {
+                "apiVersion": self.gvk.api_version,
+                "kind": self.gvk.kind,
+                **strip(item),
+            }
             key = object_key(obj)
             seen.add(key)
             old = self._store.get(key)
@@ -288,7 +293,7 @@ class Informer:
                     self._resume[namespace] = resource_version
         return events > 0
 
-    def _apply(self, kind: str, raw: dict[str, Any]) -> None:
+    def _apply(self, kind: str, raw: KubeObject) -> None:
         if kind == BOOKMARK:
             return
         obj = strip(raw)
@@ -306,7 +311,7 @@ class Informer:
         self._store[key] = obj
         self._emit(ADDED if old is None else MODIFIED, obj, old)
 
-    def _emit(self, kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _emit(self, kind: str, new: KubeObject, old: KubeObject | None) -> None:
         for handler in self._handlers:
             try:
                 handler(kind, new, old)

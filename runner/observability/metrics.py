@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -273,18 +274,18 @@ class ControllerMetrics:
             self._m.reconcile_result.labels(GVK=gvk_label, result=outcome).inc()
 
     # the primary objects
-    def resource_seen(self, obj: dict[str, Any]) -> None:
+    def resource_seen(self, obj: Mapping[str, Any]) -> None:
         created = _timestamp(bodies.creation_timestamp(obj))
         if created is not None:
             self._m.created_at.labels(**_resource_labels(self._gvk, obj)).set(created)
 
-    def resource_deleted(self, obj: dict[str, Any]) -> None:
+    def resource_deleted(self, obj: Mapping[str, Any]) -> None:
         labels = _resource_labels(self._gvk, obj)
         with contextlib.suppress(KeyError):
             self._m.created_at.remove(*labels.values())
 
 
-def _resource_labels(gvk: GVK, obj: dict[str, Any]) -> dict[str, str]:
+def _resource_labels(gvk: GVK, obj: Mapping[str, Any]) -> dict[str, str]:
     return {
         "name": bodies.name(obj),
         "namespace": bodies.namespace(obj),

@@ -17,7 +17,7 @@ from runner.errors import ReconcileError
 from runner.k8s.apierrors import Conflict, NotFound
 from runner.k8s.client import KubeClient
 from runner.structs import GVK, NamespacedName, bodies
-from runner.structs.bodies import object_key
+from runner.structs.bodies import KubeObject, object_key
 
 log = logging.getLogger("ansible-operator.reconciler")
 
@@ -36,7 +36,7 @@ class CRWriter:
         self._gvk = gvk
         self._manage_status = manage_status
 
-    async def set_finalizers(self, obj: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    async def set_finalizers(self, obj: Mapping[str, Any], names: list[str]) -> KubeObject:
         key = object_key(obj)
         # The resourceVersion makes the merge patch fail on a concurrent change instead of
         # silently dropping someone else's finalizer.
@@ -73,7 +73,7 @@ class CRWriter:
                         f"it kept changing under {attempt} writes in a row"
                     ) from err
 
-    async def get(self, key: NamespacedName) -> dict[str, Any]:
+    async def get(self, key: NamespacedName) -> KubeObject:
         return await self._client.get(self._gvk, name=key.name, namespace=key.namespace or None)
 
     async def write_status(
@@ -81,8 +81,8 @@ class CRWriter:
         key: NamespacedName,
         update: StatusUpdate,
         *,
-        known: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
+        known: KubeObject | None = None,
+    ) -> KubeObject | None:
         """`update_status`, returning the CR as written."""
         _, written = await self.update_status(key, update, known=known)
         return written
@@ -92,8 +92,8 @@ class CRWriter:
         key: NamespacedName,
         update: StatusUpdate,
         *,
-        known: Mapping[str, Any] | None = None,
-    ) -> tuple[Mapping[str, Any] | None, dict[str, Any] | None]:
+        known: KubeObject | None = None,
+    ) -> tuple[Mapping[str, Any] | None, KubeObject | None]:
         """Apply `update` to the latest status of the CR and PUT /status; retry conflicts.
         Returns the status it replaced and the CR as written (None: none, or it is gone).
 
@@ -113,7 +113,7 @@ class CRWriter:
                 except NotFound:
                     return None, None
             else:
-                obj, known = dict(known), None
+                obj, known = known.copy(), None
             status = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
             new_status = update(status)
             if new_status == obj.get("status"):
@@ -127,6 +127,12 @@ class CRWriter:
             except NotFound:
                 return None, None
             except Conflict as err:
+                log.debug(
+                    "status of %s %s: conflict (%s copy), reading it again",
+                    self._gvk.kind,
+                    key,
+                    "the API's" if from_api else "a known",
+                )
                 conflict = err
                 continue
             return status, written

@@ -1,7 +1,8 @@
 """One reconcile of one custom resource: the Go operator's reconcile loop, step by step.
 
 read CR -> skip deletions we do not own -> add our finalizer -> per-CR annotations ->
-Running condition -> extra-vars -> Ansible run -> finalizer removal -> final conditions
+Running condition -> extra-vars (from the CR as that write returned it, as the Go
+operator hands it over) -> Ansible run -> finalizer removal -> final conditions
 -> what to do next: an `Outcome` value (`outcome.py`) the controller applies to its work
 queue. A reconcile returns one whatever happens; the project's errors it meets on the way
 become one in `reconcile` (`outcome_of`), so only bugs and cancellation escape it. Its
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,11 +28,13 @@ from runner.engine.outcome import Done, Outcome, RequeueAfter, Retry, Terminal, 
 from runner.errors import AnsibleOperatorError, AnsibleRunError, ReconcileError
 from runner.k8s.apierrors import NotFound
 from runner.k8s.client import KubeClient
+from runner.k8s.informer import strip
 from runner.observability.kubeevents import EventRecorder
 from runner.operator.crwriter import CRWriter
 from runner.operator.reloadgate import ReloadGate
 from runner.status import conditions
 from runner.structs import NamespacedName, bodies
+from runner.structs.bodies import KubeObject
 from runner.util.durations import format_duration, parse_duration
 from runner.util.redact import redact_message
 from runner.watches.extravars import build_extra_vars
@@ -46,8 +50,10 @@ ARTIFACTS_ANNOTATION = ANNOTATION_PREFIX + "max-runner-artifacts"
 # A CR deleted while its normal run was going is looked at again this soon (as the
 # original does) so that its finalizer runs.
 DELETED_DURING_RUN_DELAY = 5.0
+_FINALIZED_KEPT = 10_000
+"""CRs whose finalizer's role completed and whose finalizer removal is pending, at most."""
 
-Reader = Callable[[NamespacedName], Mapping[str, Any] | None]
+Reader = Callable[[NamespacedName], KubeObject | None]
 
 
 class _RunTimedOut(Exception):
@@ -99,14 +105,19 @@ def per_cr_settings(watch: Watch, obj: Mapping[str, Any]) -> _PerCR:
             log.warning("ignoring invalid %s annotation", VERBOSITY_ANNOTATION)
     if ARTIFACTS_ANNOTATION in annotations:
         try:
-            max_artifacts = max(1, int(str(annotations[ARTIFACTS_ANNOTATION])))
+            # 0 or less keeps every run's artifacts, as ansible-runner's
+            # `--rotate-artifacts 0` did for the Go operator.
+            max_artifacts = int(str(annotations[ARTIFACTS_ANNOTATION]))
         except ValueError:
             log.warning("ignoring invalid %s annotation", ARTIFACTS_ANNOTATION)
     return _PerCR(period=period, verbosity=verbosity, max_artifacts=max_artifacts)
 
 
 def extra_vars(watch: Watch, obj: Mapping[str, Any], *, deleting: bool) -> dict[str, Any]:
-    """The extra-vars of a run on `obj` (the CR as read); a deletion adds the finalizer's.
+    """The extra-vars of a run on `obj`; a deletion adds the finalizer's.
+
+    `obj` is the CR as the run hands it over: with `manageStatus`, the API server's answer
+    to the Running write (the Go operator's object after `markRunning`), else as read.
 
     The one place the watch's settings become extra-vars: reconciles use it, and so does
     `ansible-operator vars`, which prints them for a CR file."""
@@ -144,6 +155,9 @@ class Reconciler:
         self._settings = settings
         self._read = read
         self._events = events
+        # CRs (by uid) whose finalizer's role completed but whose finalizer is not known
+        # to be removed yet: a retry removes it without running the role again.
+        self._finalized: OrderedDict[str, None] = OrderedDict()
 
     async def reconcile(self, key: NamespacedName) -> Outcome:
         """Reconcile the CR `key`; what to do with the key next."""
@@ -166,6 +180,7 @@ class Reconciler:
 
     async def _reconcile(self, key: NamespacedName) -> Outcome:
         started = time.monotonic()
+        log.debug("reconcile %s %s: started", self.watch.gvk.kind, key)
         obj = self._read(key)
         if obj is None:
             log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
@@ -177,11 +192,30 @@ class Reconciler:
         if deleting and (finalizer is None or finalizer.name not in finalizers):
             log.debug("%s %s is being deleted without our finalizer", self.watch.gvk.kind, key)
             return Done()
+        if deleting:
+            live = await self._still_ours(key)
+            if live is None:
+                return Done()
+            obj = live
+            if bodies.uid(obj) in self._finalized:
+                # Its role completed in an earlier reconcile whose removal of the
+                # finalizer failed (the API server away): only the removal is left.
+                assert finalizer is not None
+                log.info(
+                    "reconcile %s %s: the finalizer's role already completed; removing "
+                    "the finalizer",
+                    self.watch.gvk.kind,
+                    key,
+                )
+                await self._writes.remove_finalizer(key, finalizer.name)
+                self._finalized.pop(bodies.uid(obj), None)
+                return Done()
         if finalizer is not None and not deleting and finalizer.name not in finalizers:
             try:
                 obj = await self._writes.set_finalizers(obj, [*finalizers, finalizer.name])
             except NotFound:
                 return Done()
+            log.debug("reconcile %s %s: finalizer added", self.watch.gvk.kind, key)
 
         try:
             per_cr = per_cr_settings(self.watch, obj)
@@ -194,14 +228,28 @@ class Reconciler:
         mark = self._gate.mark()
         # The status before this run: as the API had it (the cache may be a write behind)
         # once the Running condition is written.
-        before = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
+        status = obj.get("status")
+        before: Mapping[str, Any] | None = status if isinstance(status, Mapping) else None
         if self.watch.manage_status:
             try:
-                before, _ = await self._writes.update_status(
+                before, written = await self._writes.update_status(
                     key, lambda st: conditions.running(st, now=_now()), known=obj
                 )
             except ReconcileError as err:  # the run matters more than the Running condition
                 log.warning("reconcile %s %s: %s", self.watch.gvk.kind, key, err)
+            else:
+                if written is None and not await self._exists(key):
+                    log.debug("%s %s is gone; nothing to do", self.watch.gvk.kind, key)
+                    return Done()
+                if written is not None:
+                    # The role sees its CR as the Go operator hands it over: the API
+                    # server's answer to the Running write (status and resourceVersion
+                    # included), without managedFields as the informer keeps it.
+                    obj = strip(written)
+                    if not deleting and bodies.deletion_timestamp(obj):
+                        if finalizer is None or finalizer.name not in bodies.finalizers(obj):
+                            return Done()
+                        deleting = True  # deleted meanwhile: this run is the finalizer's
 
         log.info(
             "reconcile %s %s: running Ansible",
@@ -226,6 +274,7 @@ class Reconciler:
             self._log_end(key, started, "error", message)
             return Retry(message)
 
+        log.debug("reconcile %s %s: run ended", self.watch.gvk.kind, key)
         if result.error is not None and await self._interrupted(key, mark, before, result.error):
             return Done()
         outcome = await self._finish(key, obj, result, per_cr, deleting=deleting)
@@ -263,6 +312,31 @@ class Reconciler:
             },
         )
         return outcome
+
+    async def _still_ours(self, key: NamespacedName) -> KubeObject | None:
+        """The CR being deleted as the API server has it now, when it still carries our
+        finalizer; None when it does not (or is gone).
+
+        The cache can be a write behind our own finalizer removal: a reconcile of this
+        key that an event queued during the finalizer's run (the Running condition's own
+        write is one) would find the copy from before the removal and run the finalizer's
+        role a second time. A finalizer run is rare and not idempotent in general, so it
+        starts only on the API server's word."""
+        assert self.watch.finalizer is not None
+        try:
+            live = await self._writes.get(key)
+        except NotFound:
+            live = None
+        if live is None or self.watch.finalizer.name not in bodies.finalizers(live):
+            log.debug(
+                "%s %s: our finalizer is already gone (the cache is behind)",
+                self.watch.gvk.kind,
+                key,
+            )
+            if live is None:
+                await self._backend.forget(self.watch.gvk, key.namespace, key.name)
+            return None
+        return live
 
     async def _run(self, request: RunRequest) -> RunResult:
         """The Ansible run, stopped through the backend's cancel path (ansible-playbook
@@ -321,7 +395,8 @@ class Reconciler:
         deleting: bool,
     ) -> Outcome:
         if result.error is not None:
-            # No stats: nothing trustworthy to report; the status is left as it is.
+            # A backend that reports a run without stats this way (both raise
+            # AnsibleRunError instead, which `_reconcile` turns into a Failure).
             log.error("reconcile %s %s: %s", self.watch.gvk.kind, key, result.error)
             return Retry(result.error)
         ansible_result = conditions.AnsibleResult(
@@ -340,20 +415,50 @@ class Reconciler:
             )
             return Retry(message)
 
-        if deleting and self.watch.finalizer is not None:
-            await self._writes.remove_finalizer(key, self.watch.finalizer.name)
+        if result.requeue_error is not None:
+            # The role asked for a requeue the operator cannot honour: retried with
+            # backoff (as the Go operator does), and said so rather than dropped.
+            message = result.requeue_error
+            await self._writes.write_status(
+                key, lambda st: self._failed(st, message, ansible_result)
+            )
+            return Retry(message)
+
+        def succeeded(status: Mapping[str, Any] | None) -> dict[str, Any]:
+            return conditions.succeeded(status, result=ansible_result, now=_now())
+
+        finalizer = self.watch.finalizer
+        if deleting and finalizer is not None:
+            if result.requeue_after is not None:
+                # The finalizer's role asked to run again (its clean-up is not finished):
+                # the finalizer stays, as with the Go operator.
+                await self._writes.write_status(key, succeeded, known=self._read(key))
+                return _requeue(result.requeue_after)
+            uid = bodies.uid(obj)
+            self._finalized[uid] = None
+            while len(self._finalized) > _FINALIZED_KEPT:
+                self._finalized.popitem(last=False)
+            await self._writes.remove_finalizer(key, finalizer.name)
+            self._finalized.pop(uid, None)
+            # Other finalizers may keep the CR: it then shows the run's success (a CR
+            # already gone makes this a no-op).
+            await self._writes.write_status(key, succeeded)
             return Done()
 
-        current = await self._writes.write_status(
-            key,
-            lambda st: conditions.succeeded(st, result=ansible_result, now=_now()),
-            known=self._read(key),
-        )
+        current = await self._writes.write_status(key, succeeded, known=self._read(key))
         if current is not None and bodies.deletion_timestamp(current):
             return RequeueAfter(DELETED_DURING_RUN_DELAY)
         if result.requeue_after is not None:
-            return RequeueAfter(result.requeue_after)
+            return _requeue(result.requeue_after)
         return RequeueAfter(per_cr.period) if per_cr.period > 0 else Done()
+
+    async def _exists(self, key: NamespacedName) -> bool:
+        """Whether the API server still has the CR (the informer may lag behind)."""
+        try:
+            await self._writes.get(key)
+        except NotFound:
+            return False
+        return True
 
     async def _interrupted(
         self, key: NamespacedName, mark: int, before: Mapping[str, Any] | None, message: str
@@ -413,6 +518,12 @@ class Reconciler:
             kubeconfig=kubeconfig,
             max_artifacts=per_cr.max_artifacts,
         )
+
+
+def _requeue(seconds: float) -> Outcome:
+    """A role's `requeue_after`: a period of 0 (or less) means no requeue at all, as
+    controller-runtime reads `RequeueAfter: 0`, not a requeue at once."""
+    return RequeueAfter(seconds) if seconds > 0 else Done()
 
 
 def _was_failing(obj: Mapping[str, Any]) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from runner.ansible import hooks, requirements
+from runner.ansible import coreconfig, hooks, requirements
 from runner.ansible.bundledcollection import bundled_collections_path
 from runner.ansible.fastbackend import FastBackend
 from runner.ansible.fastbackend.wire import Discovery
@@ -62,8 +62,12 @@ DISCOVERED_KINDS = (("v1", "ConfigMap"), ("apps/v1", "Deployment"))
 the core group and apps, where most of what operator roles manage lives."""
 
 
-def prepare_environment(settings: Settings, environ: MutableMapping[str, str]) -> None:
-    """Set what ansible-runner's children inherit: roles and collections paths."""
+def prepare_environment(settings: Settings, environ: MutableMapping[str, str]) -> str | None:
+    """Set what ansible-runner's children inherit: roles and collections paths, and the
+    ansible-core settings that run roles written for 2.18 unchanged (`coreconfig`; set
+    before any Ansible process starts, as each reads them once). Returns the notice to
+    log about those settings, if any."""
+    notice = coreconfig.allow_broken_conditionals(hooks.installed_core_version(), environ)
     if settings.ansible_roles_path:
         environ["ANSIBLE_ROLES_PATH"] = settings.ansible_roles_path
     collections = settings.ansible_collections_path or environ.get(
@@ -71,6 +75,7 @@ def prepare_environment(settings: Settings, environ: MutableMapping[str, str]) -
     )
     # Users' entries come first; our operator_sdk.util is the fallback.
     environ["ANSIBLE_COLLECTIONS_PATH"] = f"{collections}:{bundled_collections_path()}"
+    return notice
 
 
 def run(settings: Settings) -> int:
@@ -79,7 +84,7 @@ def run(settings: Settings) -> int:
         level=settings.logging.level, encoder=settings.logging.encoder, devel=settings.logging.devel
     )
     environ = os.environ
-    prepare_environment(settings, environ)
+    notice = prepare_environment(settings, environ)
 
     warned: set[str] = set()
 
@@ -102,6 +107,9 @@ def run(settings: Settings) -> int:
 
     loaded = load_watches()
     locate_kubeconfig(settings.kubeconfig, environ)
+    # After the inputs are read: a bad watches file stays a one-line error.
+    if notice is not None:
+        log.info("%s", notice)
     for watch in loaded:
         target = watch.playbook or watch.role
         log.info("watching %s with %s", watch.gvk, target)
@@ -142,17 +150,24 @@ def _kubeconfig_vars(kubeconfig: str | None) -> dict[str, str]:
 async def _own_run_directory(settings: Settings, environ: Mapping[str, str]) -> RunDirectory:
     """This process's fresh, private run directory under the base (`rundir.py`); the
     directories earlier processes of this operator left behind are removed first, their
-    runs moved into it (`history` shows them)."""
+    runs moved into it (`history` shows them).
+
+    Not for a sharded replica: it joins the ring as a new member, its predecessor's CRs
+    go to whichever members win them, and no sweep could tell which of their data
+    directories outlived their CR (its informers see only its own share): carried over,
+    they would stay for good."""
     base = runner_dir(environ)
     identity = str(Path(settings.watches_file).resolve())
     own = await asyncio.to_thread(claim, base, identity=identity)
+    carry = settings.sharding is None
     removed = await asyncio.to_thread(
-        remove_abandoned, base, identity=identity, keep_runs_in=own.path
+        remove_abandoned, base, identity=identity, keep_runs_in=own.path if carry else None
     )
     if removed:
         log.info(
-            "removed %d run directories of earlier processes of this operator, keeping their runs",
+            "removed %d run directories of earlier processes of this operator, %s",
             len(removed),
+            "keeping their runs" if carry else "with their runs (a new ring member)",
         )
     log.info("Ansible runs of this process are under %s", own.path)
     return own
@@ -247,16 +262,9 @@ async def _serve(
         discovered = (*DISCOVERED_KINDS, *((w.gvk.api_version, w.gvk.kind) for w in loaded))
         prefetch = asyncio.create_task(_prefetch_discovery(client, discovered))
         stack.push_async_callback(_cancelled, prefetch)
-        if isinstance(backend, FastBackend):
-            # Warms up while the watches sync, and discovers the API through the proxy.
-            backend.start(
-                envvars=run_env,
-                discovery=Discovery(
-                    url=proxy_server(port=port),
-                    kinds=discovered,
-                    authorization=proxy.authorization(),
-                ),
-            )
+        zygote_discovery = Discovery(
+            url=proxy_server(port=port), kinds=discovered, authorization=proxy.authorization()
+        )
         kubeconfig_source = locate_kubeconfig(kubeconfig, environ)
         webhook_server = await stack.enter_async_context(
             webhook_runtime.running(
@@ -357,7 +365,7 @@ async def _serve(
             stack.push_async_callback(reloader.stop)
         if settings.health_address is not None:
             health = HealthServer(
-                settings.health_address, ready=lambda: _ready(manager, backend, webhook_server)
+                settings.health_address, ready=lambda: _ready(manager, webhook_server)
             )
             await health.start()
             stack.push_async_callback(health.stop)
@@ -371,6 +379,11 @@ async def _serve(
             await metrics_server.start(ssl_context=tls)
             stack.push_async_callback(metrics_server.stop)
 
+        if isinstance(backend, FastBackend):
+            warm_up = asyncio.create_task(
+                _start_zygote(manager, backend, envvars=run_env, discovery=zygote_discovery)
+            )
+            stack.push_async_callback(_cancelled, warm_up)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -409,6 +422,23 @@ def share_informers(manager: Manager, cache: InformerCache, sharder: Sharder | N
     manager.on_controller_stopped = on_controller_stopped
 
 
+ZYGOTE_START_WAIT = 1.0
+"""How long the zygote's start waits for the informers' sync (a standby's wait for the
+Lease)."""
+
+
+async def _start_zygote(
+    manager: Manager, backend: FastBackend, *, envvars: Mapping[str, str], discovery: Discovery
+) -> None:
+    """Start the zygote's warm-up once the informers have synced (the operator is ready:
+    what the start takes, ansible-runner's import among it, is not on the way there), or
+    after `ZYGOTE_START_WAIT` s. It warms up in its own process beside the first
+    reconciles, which wait for it; it discovers the API through the proxy."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(manager.wait_synced(), ZYGOTE_START_WAIT)
+    await asyncio.to_thread(backend.start, envvars=envvars, discovery=discovery)
+
+
 async def _prefetch_discovery(client: KubeClient, kinds: Sequence[tuple[str, str]]) -> None:
     """Look up, in the background, the kinds runs most likely touch first: the proxy then
     has their paths when the first run asks (best effort)."""
@@ -436,15 +466,12 @@ def _backend_choice(requested: str) -> tuple[type[RunnerBackend | FastBackend], 
 
 
 def _ready(
-    manager: Manager,
-    backend: RunnerBackend | FastBackend,
-    webhooks: webhook_runtime.WebhookServer | None = None,
+    manager: Manager, webhooks: webhook_runtime.WebhookServer | None = None
 ) -> tuple[bool, str]:
-    """/readyz: the manager's answer, and not while the fast backend (the reconciles' or
-    the webhooks') warms up."""
+    """/readyz: the manager's answer (the informers synced), and not while the webhooks'
+    Ansible backend warms up (an admission has a deadline). The reconciles' zygote warms
+    up beside it: a reconcile that comes before it is warm waits for it."""
     ready, reason = manager.ready()
-    if ready and isinstance(backend, FastBackend) and backend.warming():
-        return False, "the Ansible backend is warming up"
     if ready and webhooks is not None and webhooks.warming():
         return False, "the webhooks' Ansible backend is warming up"
     return ready, reason

@@ -18,11 +18,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from runner.k8s.informer import ADDED, DELETED, MODIFIED
+from runner.k8s.informer import ADDED, DELETED, MODIFIED, EventHandler
 from runner.proxy.cache import InformerCache
 from runner.proxy.changes import dependent_update_matters
 from runner.proxy.owner import owners_of
 from runner.structs import GVK, NamespacedName, bodies
+from runner.structs.bodies import KubeObject
 
 log = logging.getLogger("ansible-operator.proxy.dependents")
 
@@ -51,10 +52,8 @@ class DependentWatches:
         )
         log.info("watching %s as dependents of %s", dependent, primary)
 
-    def _handler(
-        self, primary: GVK, *, primary_namespaced: bool
-    ) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
-        def on_event(kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _handler(self, primary: GVK, *, primary_namespaced: bool) -> EventHandler:
+        def on_event(kind: str, new: KubeObject, old: KubeObject | None) -> None:
             if kind == ADDED:
                 return
             if kind == MODIFIED and old is not None and not dependent_update_matters(old, new):

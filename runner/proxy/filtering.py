@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from runner.structs import bodies
+from runner.structs.bodies import KubeList, KubeObject
 from runner.util.labelselector import parse_label_selector_string
 
 __all__ = [
@@ -152,12 +153,12 @@ def parse_field_selector_string(text: str) -> FieldMatcher:
 
 
 def filter_objects(
-    objects: Iterable[Mapping[str, Any]],
+    objects: Iterable[KubeObject],
     *,
     namespace: str,
     label_selector: str,
     field_selector: str,
-) -> list[dict[str, Any]]:
+) -> list[KubeObject]:
     """The objects a LIST in `namespace` ("" = all) with these selectors returns, in order.
 
     Raises ValueError when a selector does not parse. The result holds shallow copies,
@@ -165,7 +166,7 @@ def filter_objects(
     """
     labels_match = parse_label_selector_string(label_selector).matches
     fields_match = parse_field_selector_string(field_selector)
-    selected: list[dict[str, Any]] = []
+    selected: list[KubeObject] = []
     for obj in objects:
         if namespace and bodies.namespace(obj) != namespace:
             continue
@@ -173,19 +174,19 @@ def filter_objects(
             continue
         if not fields_match(obj):
             continue
-        selected.append(dict(obj))
+        selected.append(obj.copy())
     selected.sort(key=lambda obj: (bodies.namespace(obj), bodies.name(obj)))
     return selected
 
 
 def list_body(
-    items: list[dict[str, Any]], *, api_version: str, kind: str, resource_version: str
-) -> dict[str, Any]:
+    items: list[KubeObject], *, api_version: str, kind: str, resource_version: str
+) -> KubeList:
     """A `<Kind>List` response body; items lacking `apiVersion`/`kind` get them set.
 
     The items themselves are not modified (an item needing the fields is copied).
     """
-    completed = [
+    completed: list[KubeObject] = [
         item
         if "apiVersion" in item and "kind" in item
         else {"apiVersion": api_version, "kind": kind, **item}

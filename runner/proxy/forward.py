@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -19,6 +18,7 @@ from aiohttp import web
 from runner.k8s.apierrors import APIError
 from runner.k8s.client import KubeClient
 from runner.proxy.requestinfo import RequestInfo
+from runner.structs.bodies import Status
 
 log = logging.getLogger("ansible-operator.proxy")
 
@@ -163,7 +163,7 @@ def without_managed_fields(content: bytes) -> bytes:
 _REASONS = {401: "Unauthorized", 403: "Forbidden", 503: "ServiceUnavailable", 504: "Timeout"}
 
 
-def status_body(code: int, message: str) -> dict[str, Any]:
+def status_body(code: int, message: str) -> Status:
     """A Kubernetes `Status` answer for an error the proxy itself gives."""
     return {
         "apiVersion": "v1",

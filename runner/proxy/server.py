@@ -22,6 +22,11 @@ request the proxy:
    across namespaces) to the new object, and once the API server accepted it, starts
    the dependent watch of its kind for the owner's watch.
 
+Given an `Intercept` (`ansible-operator plan`'s dry-run layer), steps 1, 2 and 5's watch
+are its: every API request, with the owner injected into what a run creates, goes to it
+and it answers; no cache is read and no dependent watch starts. With `upgrades=False`,
+step 4 is refused (403) and the requests are listed in `refused_upgrades`.
+
 It binds to loopback only unless told otherwise, and answers only requests carrying its
 secret: anyone who could use it would act with the operator's credentials.
 """
@@ -35,7 +40,7 @@ import logging
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -64,6 +69,19 @@ log = logging.getLogger("ansible-operator.proxy")
 
 _READABLE = frozenset(("get", "list", "watch"))
 _CACHED_SUBRESOURCES = frozenset(("", "status"))
+
+
+class Intercept(Protocol):
+    """Answers every API request of the proxy's clients in its stead (see the module
+    docstring); `body` is the request's, with the owner already injected into a create."""
+
+    async def __call__(
+        self,
+        request: web.Request,
+        info: RequestInfo,
+        resource: APIResource | None,
+        body: bytes | None,
+    ) -> web.StreamResponse: ...
 
 
 @dataclass
@@ -98,6 +116,8 @@ class ProxyServer:
         request_timeout: float = REQUEST_TIMEOUT_SECONDS,
         secret: str | None = None,
         shard_label: tuple[str, str] | None = None,
+        intercept: Intercept | None = None,
+        upgrades: bool = True,
     ) -> None:
         if not allow_remote and not _is_loopback(host):
             raise ProxyError(
@@ -125,6 +145,10 @@ class ProxyServer:
         self.port = 0
         self.stats = ProxyStats()
         self._all_blacklisted = frozenset(gvk for watch in watches for gvk in watch.blacklist)
+        self._intercept = intercept
+        self._upgrades = upgrades
+        self.refused_upgrades: list[str] = []
+        """`METHOD path` of each upgrade request refused (`upgrades=False`)."""
 
     def set_watches(self, watches: Sequence[Watch]) -> None:
         """Use a reloaded watches.yaml from the next request on."""
@@ -186,6 +210,13 @@ class ProxyServer:
             self.stats.refused += 1
             return refusal
         if upgrade.is_upgrade(request.headers):
+            if not self._upgrades:
+                self.refused_upgrades.append(f"{request.method} {request.path}")
+                message = (
+                    "exec, attach and port-forward are not previewable in a plan: "
+                    "they act inside containers (allow them with --allow-side-effects)"
+                )
+                return web.json_response(status_body(403, message), status=403)
             self.stats.upgrades += 1
             sessions = {task} if (task := asyncio.current_task()) is not None else set()
             self._sessions |= sessions
@@ -196,6 +227,8 @@ class ProxyServer:
         owner = owner_from_basic_auth(request.headers.get("Authorization"))
         info = parse_request(request.method, request.path, dict(request.query))
         resource = await self._resource(info)
+        if self._intercept is not None:
+            return await self._intercepted(self._intercept, request, info, resource, owner)
         if resource is not None and self._cacheable(info, resource, owner):
             cached = await self._from_cache(info, resource, owner, request.query)
             if cached is not None:
@@ -221,6 +254,23 @@ class ProxyServer:
         if injection is not None and resource is not None and response.status < 300:
             self.stats.injected += 1
             self._register(resource, owner, injection, namespace=info.namespace)
+        return response
+
+    async def _intercepted(
+        self,
+        intercept: Intercept,
+        request: web.Request,
+        info: RequestInfo,
+        resource: APIResource | None,
+        owner: Owner | None,
+    ) -> web.StreamResponse:
+        body = await request.read() if request.body_exists else None
+        if body and owner is not None and resource is not None and self._injectable(info, resource):
+            body, injection = self._with_owner(body, owner, info, resource)
+            if injection is not None:
+                self.stats.injected += 1
+        response = await intercept(request, info, resource, body)
+        log.debug("proxy %s %s: %d (intercepted)", request.method, request.path_qs, response.status)
         return response
 
     def _refusal(self, request: web.Request) -> web.Response | None:

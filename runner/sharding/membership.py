@@ -18,13 +18,13 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from runner.engine.leader import LEASE, LeaderElector, LeaderSettings
 from runner.k8s.apierrors import APIError
 from runner.k8s.client import KubeClient
 from runner.sharding.ring import LEAVING_ANNOTATION, RING_LABEL, lease_name
 from runner.structs import bodies
+from runner.structs.bodies import KubeObject
 
 log = logging.getLogger("ansible-operator.sharding")
 
@@ -69,7 +69,7 @@ class Members:
         self.live: frozenset[str] = frozenset({settings.member})
         self.leaving: frozenset[str] = frozenset()
         self._left = False
-        self.leases: dict[str, dict[str, Any]] = {}
+        self.leases: dict[str, KubeObject] = {}
 
     @property
     def assignable(self) -> frozenset[str]:
@@ -89,7 +89,7 @@ class Members:
         now = asyncio.get_running_loop().time()
         live = {self._s.member}
         leaving = {self._s.member} if self._left else set()
-        dead: list[dict[str, Any]] = []
+        dead: list[KubeObject] = []
         names = set()
         for lease in items:
             name = bodies.name(lease)
@@ -116,7 +116,7 @@ class Members:
         self.leaving = frozenset(leaving & live)
         return self.live
 
-    async def _delete(self, lease: dict[str, Any]) -> None:
+    async def _delete(self, lease: KubeObject) -> None:
         with contextlib.suppress(APIError):
             # The precondition: a Lease renewed since we read it is left alone.
             await self._client.delete(

@@ -107,28 +107,46 @@ def shard_of(obj: Mapping[str, Any], ring: str) -> str:
 @dataclass(frozen=True)
 class Handoff:
     """The schedule of a key as its old owner had it: the next run due at `due` (Unix
-    time; 0 when none was waiting) after `failures` failed runs in a row."""
+    time; 0 when none was waiting) after `failures` failed runs in a row, for the CR at
+    `generation` (None: not recorded, as by an older version)."""
 
     source: str
     due: float = 0.0
     failures: int = 0
+    generation: int | None = None
 
     def encode(self) -> str:
-        return json.dumps(
-            {"from": self.source, "due": round(self.due, 3), "failures": self.failures},
-            separators=(",", ":"),
-        )
+        fields: dict[str, object] = {
+            "from": self.source,
+            "due": round(self.due, 3),
+            "failures": self.failures,
+        }
+        if self.generation is not None:
+            fields["generation"] = self.generation
+        return json.dumps(fields, separators=(",", ":"))
 
     @classmethod
     def decode(cls, text: str) -> Handoff | None:
         """The hand-off in an annotation's value; None when it is not one."""
         try:
             raw = json.loads(text)
+            generation = raw.get("generation")
             return cls(
-                source=str(raw["from"]), due=float(raw["due"]), failures=int(raw["failures"])
+                source=str(raw["from"]),
+                due=float(raw["due"]),
+                failures=int(raw["failures"]),
+                generation=int(generation) if generation is not None else None,
             )
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None
+
+    def applies_to(self, obj: Mapping[str, Any]) -> bool:
+        """Whether the schedule still holds for `obj` as it arrives: not when the CR is
+        being deleted or changed since the hand-off (its new generation, or its deletion,
+        needs a run now, whatever the old owner had planned)."""
+        if bodies.deletion_timestamp(obj):
+            return False
+        return self.generation is None or bodies.generation(obj) == self.generation
 
 
 def handoff_of(obj: Mapping[str, Any], ring: str) -> Handoff | None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 
@@ -25,6 +25,7 @@ from runner.errors import ConfigError
 from runner.k8s.client import KubeClient
 from runner.sharding.ring import LEAVING_ANNOTATION, RING_LABEL, shard_of
 from runner.structs import GVK, bodies
+from runner.structs.bodies import KubeObject
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ async def collect(
 
 
 def member_rows(
-    leases: Sequence[dict[str, Any]], owners: Counter[str], *, now: datetime
+    leases: Sequence[KubeObject], owners: Counter[str], *, now: datetime
 ) -> list[MemberRow]:
     """One row per Lease, then one per member that owns CRs but has no Lease (dead)."""
     rows = []

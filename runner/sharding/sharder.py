@@ -58,7 +58,7 @@ from runner.sharding.ring import (
 )
 from runner.sharding.ringmetrics import ShardMetrics
 from runner.structs import GVK, NamespacedName, bodies
-from runner.structs.bodies import object_key
+from runner.structs.bodies import KubeObject, object_key
 
 log = logging.getLogger("ansible-operator.sharding")
 
@@ -140,8 +140,11 @@ class Sharder:
             return False  # being handed off: the new owner runs it
         handoff = self._arrivals.pop((gvk, key), None)
         if handoff is not None:
+            # The CR as it is now: deleted or changed since it arrived (the key waited in
+            # the queue meanwhile), it needs its run now, whatever the old owner planned.
+            current = controller.informer.get(key)
             wait = handoff.due - time.time()
-            if wait > 0:
+            if wait > 0 and current is not None and handoff.applies_to(current):
                 # Handed over while waiting for a requeue or a retry: keep its schedule.
                 controller.queue.set_requeues(key, handoff.failures)
                 controller.queue.add_after(key, wait)
@@ -149,7 +152,7 @@ class Sharder:
         return True
 
     def _on_own_event(
-        self, controller: Controller, event: str, new: dict[str, Any], old: dict[str, Any] | None
+        self, controller: Controller, event: str, new: KubeObject, old: KubeObject | None
     ) -> None:
         gvk = controller.gvk
         key = object_key(new)
@@ -159,7 +162,12 @@ class Sharder:
         elif event == ADDED:
             self._draining.get(gvk, set()).discard(key)
             handoff = handoff_of(new, self._s.ring)
-            if handoff is not None and handoff.source != self.member and handoff.due > time.time():
+            if (
+                handoff is not None
+                and handoff.source != self.member
+                and handoff.due > time.time()
+                and handoff.applies_to(new)
+            ):
                 self._arrivals[(gvk, key)] = handoff
         if self._metrics is not None:
             self._metrics.keys.labels(GVK=str(gvk)).set(len(controller.informer))
@@ -271,9 +279,7 @@ class Sharder:
             task = asyncio.create_task(informer.run(), name=f"unowned-{gvk.kind}")
             self._unowned[gvk] = (informer, task, selector)
 
-    def _on_unowned(
-        self, gvk: GVK, event: str, new: dict[str, Any], old: dict[str, Any] | None
-    ) -> None:
+    def _on_unowned(self, gvk: GVK, event: str, new: KubeObject, old: KubeObject | None) -> None:
         if event != DELETED:
             self._candidates.add((gvk, object_key(new)))
             self._wake.set()
@@ -295,13 +301,19 @@ class Sharder:
             return
         await asyncio.gather(*(self._claim_one(*item) for item in mine))
 
-    async def _claim_one(self, gvk: GVK, key: NamespacedName, obj: dict[str, Any]) -> None:
-        body = {
-            "metadata": {
-                "resourceVersion": bodies.resource_version(obj),
-                "labels": {self._label: self.member},
-            }
+    async def _claim_one(self, gvk: GVK, key: NamespacedName, obj: KubeObject) -> None:
+        """Label the CR with this member. A hand-off annotation it still carries is
+        dropped: it was written by an earlier move, and the dead member's own plans for
+        the key died with it (it may have been cut short mid-run), so the claim runs it
+        at once, as after a restart."""
+        meta: dict[str, Any] = {
+            "resourceVersion": bodies.resource_version(obj),
+            "labels": {self._label: self.member},
         }
+        stale = handoff_annotation(self._s.ring)
+        if stale in bodies.annotations(obj):
+            meta["annotations"] = {stale: None}
+        body = {"metadata": meta}
         try:
             async with self._writes:
                 namespace = key.namespace or None
@@ -374,6 +386,7 @@ class Sharder:
             source=self.member,
             due=time.time() + due if due is not None else 0.0,
             failures=controller.queue.num_requeues(key),
+            generation=bodies.generation(obj),
         )
         for _ in range(5):
             if obj is None or shard_of(obj, self._s.ring) != self.member:

@@ -16,9 +16,13 @@ from runner.structs.gvk import NamespacedName
 
 __all__ = [
     "Condition",
+    "KubeList",
     "KubeObject",
+    "ListMeta",
     "ObjectMeta",
     "OwnerReference",
+    "Status",
+    "WatchEvent",
     "annotations",
     "creation_timestamp",
     "deletion_timestamp",
@@ -72,6 +76,41 @@ class KubeObject(TypedDict, total=False):
     metadata: ObjectMeta
     spec: dict[str, Any]
     status: dict[str, Any]
+
+
+# `metadata` of a list (`continue` is a keyword, hence the functional form).
+ListMeta = TypedDict(
+    "ListMeta", {"resourceVersion": str, "continue": str, "remainingItemCount": int}, total=False
+)
+
+
+class KubeList(TypedDict, total=False):
+    """A `<Kind>List`: a LIST's answer."""
+
+    apiVersion: str
+    kind: str
+    metadata: ListMeta
+    items: list[KubeObject]
+
+
+class Status(TypedDict, total=False):
+    """A `Status`: what the API server answers for an error (and a delete, at times)."""
+
+    apiVersion: str
+    kind: str
+    status: str
+    message: str
+    reason: str
+    details: dict[str, Any]
+    code: int
+
+
+class WatchEvent(TypedDict, total=False):
+    """One line of a watch: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR (whose object is
+    a Status)."""
+
+    type: str
+    object: KubeObject
 
 
 class Condition(TypedDict, total=False):

@@ -174,7 +174,8 @@ def build_extra_vars(
     watch_vars: Mapping[str, Any],
     finalizer_vars: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The extra-vars for one run on `obj` (the CR as read from the API).
+    """The extra-vars for one run on `obj` (the CR as the reconcile hands it over: with
+    managed status, after its Running condition was written).
 
     In order, later ones overriding earlier ones: each spec key (snake_cased when
     `snake_case`), `ansible_operator_meta: {name, namespace}`, `_<group>_<kind>` (the

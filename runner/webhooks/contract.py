@@ -24,10 +24,18 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from runner.structs.bodies import KubeObject
 from runner.watches.extravars import build_extra_vars
 from runner.webhooks.declarations import Webhook
+from runner.webhooks.reviews import (
+    AdmissionRequest,
+    AdmissionResponse,
+    AdmissionReview,
+    PatchOperation,
+    ResultStatus,
+)
 
 __all__ = [
     "OBJECT_FACT",
@@ -68,7 +76,7 @@ def _base_vars(webhook: Webhook, obj: Mapping[str, Any] | None) -> dict[str, Any
     )
 
 
-def admission_vars(webhook: Webhook, request: Mapping[str, Any]) -> dict[str, Any]:
+def admission_vars(webhook: Webhook, request: AdmissionRequest) -> dict[str, Any]:
     """The extra-vars of a validating or mutating role for one AdmissionReview request."""
     obj = request.get("object")
     old = request.get("oldObject")
@@ -135,7 +143,7 @@ class RoleOutput:
             raise ContractError(f"{OBJECT_FACT} must be a mapping (an object), got {_type(value)}")
         return dict(value)
 
-    def patch(self) -> list[dict[str, Any]] | None:
+    def patch(self) -> list[PatchOperation] | None:
         value = self.facts.get(PATCH_FACT)
         if value is None:
             return None
@@ -151,7 +159,7 @@ class RoleOutput:
                     f"{PATCH_FACT}[{index}] is not a JSON Patch operation "
                     f"({{op: add|remove|replace|move|copy|test, path: /...}}): {op!r}"[:300]
                 )
-        return [dict(op) for op in value]
+        return [cast(PatchOperation, dict(op)) for op in value]
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -166,12 +174,12 @@ def _pointer(parts: list[str]) -> str:
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def json_patch(old: Any, new: Any, _path: list[str] | None = None) -> list[dict[str, Any]]:
+def json_patch(old: Any, new: Any, _path: list[str] | None = None) -> list[PatchOperation]:
     """A JSON Patch turning `old` into `new`: maps are compared key by key, anything else
     (lists included) is replaced whole."""
     path = _path or []
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        ops: list[dict[str, Any]] = []
+        ops: list[PatchOperation] = []
         for key in old:
             if key not in new:
                 ops.append({"op": "remove", "path": _pointer([*path, str(key)])})
@@ -186,7 +194,7 @@ def json_patch(old: Any, new: Any, _path: list[str] | None = None) -> list[dict[
     return [{"op": "replace", "path": _pointer(path), "value": new}]
 
 
-def mutation_patch(original: Mapping[str, Any], output: RoleOutput) -> list[dict[str, Any]]:
+def mutation_patch(original: Mapping[str, Any], output: RoleOutput) -> list[PatchOperation]:
     """The patch of a mutating role's run: its `webhook_patch`, or the difference between
     the object it returned and the one it was given (nothing returned: no change)."""
     patch = output.patch()
@@ -214,12 +222,12 @@ def admission_response(
     message: str = "",
     code: int | None = None,
     warnings: list[str] | None = None,
-    patch: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+    patch: list[PatchOperation] | None = None,
+) -> AdmissionReview:
     """An AdmissionReview (admission.k8s.io/v1) answering request `uid`."""
-    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    response: AdmissionResponse = {"uid": uid, "allowed": allowed}
     if not allowed or message:
-        status: dict[str, Any] = {"message": message}
+        status: ResultStatus = {"message": message}
         if not allowed:
             status["code"] = code or 403
             status["reason"] = "Forbidden" if (code or 403) == 403 else "InternalError"
@@ -234,7 +242,7 @@ def admission_response(
 
 def conversion_result(
     original: Mapping[str, Any], output: RoleOutput, desired_api_version: str
-) -> dict[str, Any]:
+) -> KubeObject:
     """The converted object a conversion role returned, checked as the API server would:
     the desired apiVersion, the same kind, name, namespace and uid (labels and
     annotations may change)."""
@@ -258,4 +266,4 @@ def conversion_result(
             if key in after:
                 metadata[key] = after[key]
     converted["metadata"] = metadata
-    return converted
+    return cast(KubeObject, converted)

@@ -63,7 +63,8 @@ def newcomer(tmp_path: Path, kubeconfig: Path) -> dict[str, str]:
         "KUBECONFIG": str(kubeconfig),
         "ANSIBLE_OPERATOR_CACHE": str(build.cache_root()),
         "PIP_CACHE_DIR": str(Path.home() / ".cache" / "pip"),
-        "RUN_ARGS": "--metrics-bind-address=0 --health-probe-bind-address=0 --proxy-port=0",
+        "RUN_ARGS": "--metrics-bind-address=0 --health-probe-bind-address=0 --proxy-port=0"
+        " --user-metrics-bind-address=127.0.0.1:0",
     }
 
 

@@ -55,8 +55,9 @@ EXTRA_FILES = {
 # operator-sdk's files ours does not write: none.
 MISSING_FILES: set[str] = set()
 
-# Makefile targets ours adds: the local cluster, and the file-based catalog.
-EXTRA_TARGETS = {"cluster-up", "cluster-down", "catalog"}
+# Makefile targets ours adds: the local cluster, the file-based catalog, and the plan of
+# a reconcile (`ansible-operator plan`).
+EXTRA_TARGETS = {"cluster-up", "cluster-down", "catalog", "plan"}
 
 _TARGET = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_./-]*):(?!=)", re.MULTILINE)
 

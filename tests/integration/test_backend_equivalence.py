@@ -40,6 +40,7 @@ from support.equivalence import (
     condition,
     custom_kinds,
     failing,
+    first_run_events,
     metric_lines,
     settled,
 )
@@ -73,6 +74,7 @@ CASES = (
     Case("set_fact_plays"),
     Case("k8s_lookup"),
     Case("delegate_localhost"),
+    Case("real_shaped"),
 )
 
 
@@ -84,6 +86,8 @@ class Outcome:
     cases: dict[str, dict[str, Any]]
     metrics: str
     log: str
+    events: dict[str, dict[str, list[Any]]]
+    """Per case, per CR: the job events of its first run (`event_view`)."""
 
 
 def _python_env() -> tuple[str | None, dict[str, str]]:
@@ -272,6 +276,21 @@ def outcomes(
                 apply(dyn, case.objects("cr.yaml"), namespace=spaces[backend].name)
         ordered = [spaces[backend] for backend in BACKENDS]
         before = _wait_all(ordered, after_delete=False)
+        events = {
+            backend: {
+                case.name: {
+                    obj["metadata"]["name"]: first_run_events(
+                        root / backend / "runner",
+                        obj["kind"],
+                        spaces[backend].name,
+                        obj["metadata"]["name"],
+                    )
+                    for obj in case.objects("cr.yaml")
+                }
+                for case in CASES
+            }
+            for backend in BACKENDS
+        }
         for ns in ordered:
             for case in CASES:
                 if case.delete:
@@ -291,7 +310,9 @@ def outcomes(
             url = f"http://127.0.0.1:{ports[backend]}/metrics"
             with urllib.request.urlopen(url, timeout=10) as response:
                 metrics = response.read().decode()
-            results[backend] = Outcome(ns.name, cases, metrics, procs[backend].log())
+            results[backend] = Outcome(
+                ns.name, cases, metrics, procs[backend].log(), events[backend]
+            )
         yield results
     finally:
         for backend, proc in procs.items():
@@ -340,6 +361,22 @@ def test_backends_agree(case: Case, outcomes: dict[str, Outcome]) -> None:
     _check_expected(case, runner)
     _check_expected(case, fast)
     assert fast.cases[case.name] == runner.cases[case.name]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_job_events_agree(case: Case, outcomes: dict[str, Outcome]) -> None:
+    """The first run of each CR wrote the same job events with both backends (but for
+    uuids, pids, times and the namespace's name): same tasks, results, output lines."""
+    runner, fast = outcomes["runner"].events[case.name], outcomes["fast"].events[case.name]
+    unreconciled = set(case.expected().get("unreconciled") or ())
+    for name, events in runner.items():
+        if name in unreconciled:
+            assert events == fast[name] == [], name
+            continue
+        assert events, f"{name}: no job events of the runner backend"
+        assert [e["event"] for e in fast[name]] == [e["event"] for e in events], name
+        for index, (left, right) in enumerate(zip(fast[name], events, strict=True)):
+            assert left == right, f"{name}: event {index} ({right['event']})"
 
 
 def test_metrics_agree(outcomes: dict[str, Outcome]) -> None:

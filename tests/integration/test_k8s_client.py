@@ -239,6 +239,32 @@ async def test_watch_ends_when_the_server_times_it_out(kube: KubeClient, namespa
     assert loop.time() - start < 15
 
 
+async def test_requests_go_through_beside_more_watches_than_the_librarys_pool(
+    kube: KubeClient, namespace: str
+) -> None:
+    """An operator holds a watch per kind and namespace; beyond 100 (the library's pool)
+    every other request used to wait for a free connection until it timed out."""
+    _, resource_version = await kube.list(CONFIGMAP, namespace=namespace)
+
+    async def hold() -> None:
+        stream = kube.watch(
+            CONFIGMAP, namespace=namespace, resource_version=resource_version, timeout_seconds=60
+        )
+        async with contextlib.aclosing(stream) as events:
+            async for _ in events:
+                pass
+
+    watches = [asyncio.create_task(hold()) for _ in range(110)]
+    try:
+        await asyncio.sleep(3)  # every watch has sent its request by now
+        assert not [task for task in watches if task.done()], "the watches are open"
+        await asyncio.wait_for(kube.get(NAMESPACE, name=namespace, namespace=None), 10)
+    finally:
+        for task in watches:
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+
+
 async def test_watch_from_a_too_old_version_is_gone(kube: KubeClient, namespace: str) -> None:
     stream = kube.watch(MEMCACHED, namespace=namespace, resource_version="1", timeout_seconds=5)
     with pytest.raises(Gone) as caught:

@@ -226,3 +226,36 @@ def test_a_cr_deleted_while_no_operator_ran_loses_its_data_directory_at_restart(
     kept_after = data_dir_of(base, kept)
     assert kept_after is not None, "the existing CR's data directory was removed"
     assert kept_run.ident in [run.ident for run in list_runs(kept_after)]
+
+
+def test_a_sharded_replica_starts_without_its_predecessors_runs(
+    kubeconfig: Path, tmp_path: Path, namespace: str, shared_kind: Any, operators: list[Any]
+) -> None:
+    """A restarted sharded replica is a new ring member whose keys the ring hands out
+    afresh, and its informers see only its own share: no sweep could tell which carried
+    data directories outlived their CR, so it carries none (found by the chaos soak,
+    docs/soak.md: data directories of deleted CRs piled up on restarted replicas)."""
+    watch = {"version": "v1alpha1", "group": GROUP, "kind": "Shared", "role": "hello"}
+    project = write_project(tmp_path / "project", watches=[watch], roles={"hello": ROLE})
+    base = tmp_path / "runner"
+    deleted = f"deleted-{uuid.uuid4().hex[:4]}"
+    ring = ["--sharding", "--sharding-ring", "rundirs", "--sharding-namespace", namespace]
+    env = {"WATCH_NAMESPACE": namespace}
+
+    first = OperatorProcess(
+        project, kubeconfig=kubeconfig, log=tmp_path / "first.log", args=ring, env=env
+    )
+    operators.append(first)
+    new_cr(shared_kind, namespace, deleted)
+    wait_for(lambda: data_dir_of(base, deleted), timeout=120, message="the CR's run")
+    assert first.stop() == 0
+    shared_kind.delete(name=deleted, namespace=namespace)
+
+    second = OperatorProcess(
+        project, kubeconfig=kubeconfig, log=tmp_path / "second.log", args=ring, env=env
+    )
+    operators.append(second)
+    wait_for(lambda: "joined the ring rundirs" in second.log(), timeout=120, message="joined")
+    assert "with their runs (a new ring member)" in second.log()
+    assert len(process_dirs(base)) == 1
+    assert data_dir_of(base, deleted) is None, "a deleted CR's data directory was carried"

@@ -22,6 +22,8 @@ vault password file, a collection), named by the case's table row (`Case.env`,
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +41,13 @@ VOLATILE_METADATA = (
     "deletionGracePeriodSeconds",
 )
 NAMESPACE_MARK = "<namespace>"
+OPERATOR_MARK = "<operator's own>"
+VOLATILE_EVENT = ("uuid", "counter", "runner_ident", "pid", "created", "parent_uuid")
+VOLATILE_EVENT_DATA = (
+    *("uuid", "pid", "playbook", "playbook_uuid", "play_uuid", "task_uuid"),
+    *("start", "end", "duration"),
+)
+VOLATILE_RESULT = ("start", "end", "delta", "duration")
 
 
 @dataclass(frozen=True)
@@ -156,3 +165,84 @@ def metric_lines(text: str, prefixes: Iterable[str]) -> list[str]:
     """The sample lines of `/metrics` whose names start with one of `prefixes`."""
     wanted = tuple(prefixes)
     return sorted(line for line in text.splitlines() if line.startswith(wanted))
+
+
+def first_run_events(runner_dir: Path, kind: str, namespace: str, name: str) -> list[Any]:
+    """The job events of the first run of CR `namespace/name` under an operator's run
+    directory, as both backends must have written them (`event_view`)."""
+    from runner.ansible.artifacts import list_runs, read_events
+
+    found = sorted(runner_dir.glob(f"**/{kind}/{namespace}/{name}"))
+    runs = [run for data_dir in found for run in list_runs(data_dir)]
+    if not runs:
+        return []
+    first = min(runs, key=lambda run: run.started)
+    # What is the operator's own: its run directory (the playbook's path), its temporary
+    # directory (TMPDIR, beside the run directory), names made random by mkdtemp.
+    own = re.compile(
+        re.escape(str(runner_dir.parent)) + r"/(?:runner/operator-[^/\s'\"]+|tmp)"
+        r"|ansible\.[A-Za-z0-9_]{8}\b"
+    )
+    return [
+        _replace_strings(event_view(event, namespace), own, OPERATOR_MARK)
+        for event in read_events(first)
+    ]
+
+
+def _replace_strings(value: Any, pattern: re.Pattern[str], mark: str) -> Any:
+    if isinstance(value, dict):
+        return {key: _replace_strings(item, pattern, mark) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replace_strings(item, pattern, mark) for item in value]
+    if isinstance(value, str):
+        return pattern.sub(mark, value)
+    return value
+
+
+def event_view(event: Mapping[str, Any], namespace: str) -> Any:
+    """A job event without what differs between any two runs: uuids, pids, times, the
+    generated playbook's path, the namespace's name, the values of gathered facts (their
+    names stay); results as `comparable` has them, also where the output shows them."""
+    view = {key: value for key, value in event.items() if key not in VOLATILE_EVENT}
+    if isinstance(view.get("stdout"), str):
+        lines = view["stdout"].split("\n")
+        view["stdout"] = "\n".join(_line_view(line, namespace) for line in lines)
+    data = {
+        key: value
+        for key, value in (event.get("event_data") or {}).items()
+        if key not in VOLATILE_EVENT_DATA
+    }
+    if isinstance(data.get("res"), dict):
+        data["res"] = _result_view(data["res"])
+    view["event_data"] = data
+    return comparable(view, namespace)
+
+
+_SHOWN_RESULT = re.compile(r"^(.*? => )(\{.*\})(\x1b\[0m)?(\r?)$")
+
+
+def _line_view(line: str, namespace: str) -> str:
+    """An output line that shows a result (`changed: [host] => {...}`) with the result
+    as `_result_view` has it."""
+    shown = _SHOWN_RESULT.match(line)
+    if not shown:
+        return line
+    try:
+        res = json.loads(shown[2])
+    except ValueError:
+        return line
+    if not isinstance(res, dict):
+        return line
+    text = json.dumps(comparable(_result_view(res), namespace), sort_keys=True)
+    return f"{shown[1]}{text}{shown[3] or ''}{shown[4]}"
+
+
+def _result_view(res: Mapping[str, Any]) -> dict[str, Any]:
+    kept = {key: value for key, value in res.items() if key not in VOLATILE_RESULT}
+    if isinstance(kept.get("ansible_facts"), dict) and "ansible_date_time" in kept["ansible_facts"]:
+        kept["ansible_facts"] = sorted(kept["ansible_facts"])  # gathered: names only
+    if isinstance(kept.get("results"), list):
+        kept["results"] = [
+            _result_view(item) if isinstance(item, dict) else item for item in kept["results"]
+        ]
+    return kept

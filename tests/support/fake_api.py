@@ -55,6 +55,10 @@ class FakeAPI:
 class RecordingBackend:
     def __init__(self) -> None:
         self.requests: list[RunRequest] = []
+        self.forgotten: list[str] = []
+
+    async def forget(self, gvk: GVK, namespace: str, name: str) -> None:
+        self.forgotten.append(f"{namespace}/{name}")
 
     async def run(self, request: RunRequest, *, on_event: Any = None) -> RunResult:
         self.requests.append(request)

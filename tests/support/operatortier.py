@@ -45,14 +45,18 @@ Step = Callable[[RunRequest], Awaitable[RunResult]]
 """One scripted Ansible run: what it returns (or raises) for the request."""
 
 
-def ok(*, changed: int = 0, requeue_after: float | None = None) -> Step:
-    """A run that succeeds (optionally asking for a requeue, as `requeue_after` tasks do)."""
+def ok(
+    *, changed: int = 0, requeue_after: float | None = None, requeue_error: str | None = None
+) -> Step:
+    """A run that succeeds (optionally asking for a requeue, as `requeue_after` tasks do,
+    or with a `requeue_after` period that could not be read)."""
 
     async def step(_request: RunRequest) -> RunResult:
         return RunResult(
             ok=1 + changed,
             changed=changed,
             requeue_after=requeue_after,
+            requeue_error=requeue_error,
             has_stats=True,
             completion=datetime.now(UTC),
         )

@@ -46,14 +46,20 @@ SHARED = {
     "molecule": ("e2e/test_molecule.py", "e2e/test_webhook_molecule.py"),
 }
 GROUP_OF = {module: group for group, modules in SHARED.items() for module in modules}
+# Not a group: the differential suite's Go ansible-operator binds the fixed ports 8888 and
+# 5050, which no other test binds (every operator the tests start, Molecule's included,
+# takes port 0 for its proxy and osdk_metric endpoint); against other processes of the
+# machine (bench/compare, another checkout's tests) it holds /tmp/ao-go-operator.lock.
 
 # Groups by wall time in a serial run, slowest first (the order only affects how long a
 # parallel run takes, never what it checks); the rest follow in collection order, with
 # the cluster tiers before the unit tests.
 SLOWEST_FIRST = (
     "real-node",
+    "differential/test_differential.py",
     "molecule",
     "faults-crds",
+    "e2e/test_soak.py",
     "e2e/test_olm.py",
     "integration/test_sharding.py",
     "integration/test_ansible_backend.py",

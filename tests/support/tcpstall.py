@@ -110,18 +110,30 @@ class StallingForwarder:
         server.settimeout(None)
         self._track(server)
         self.connections += 1
+        # Both pumps of a connection count down; the last to finish closes both sockets
+        # (a connection closed cleanly on both sides must not stay counted, nor open).
+        left = [2]
         for source, target in ((client, server), (server, client)):
             threading.Thread(
-                target=self._pump, args=(source, target), name="tcpstall-pump", daemon=True
+                target=self._pump,
+                args=(source, target, left),
+                name="tcpstall-pump",
+                daemon=True,
             ).start()
 
-    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+    def _pump(self, source: socket.socket, target: socket.socket, left: list[int]) -> None:
         try:
             while True:
                 data = source.recv(_CHUNK)
                 if not data:
                     with contextlib.suppress(OSError):
                         target.shutdown(socket.SHUT_WR)
+                    with self._lock:
+                        left[0] -= 1
+                        done = left[0] == 0
+                    if done:
+                        self._drop(source)
+                        self._drop(target)
                     return
                 self._flowing.wait()
                 if self._closed.is_set():

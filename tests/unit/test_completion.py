@@ -64,6 +64,14 @@ def complete(script: Path, *words: str) -> list[str]:
         pytest.param(["run", "--ansible-log-events", "e"], ["everything"], id="choices"),
         pytest.param(["completion", ""], ["bash", "zsh", "fish"], id="positional-choices"),
         pytest.param(["olm", "run-"], ["run-bundle"], id="olm"),
+        pytest.param(["pl"], ["plan"], id="plan"),
+        pytest.param(
+            ["plan", "--"],
+            ["--cr", "--set", "--patch", "--delete", "--show-secrets", "--allow-side-effects"],
+            id="plan-options",
+        ),
+        pytest.param(["plan", "--output", ""], ["text", "yaml", "json"], id="plan-output"),
+        pytest.param(["plan", "--ansible-backend", ""], ["fast", "runner"], id="plan-backend"),
     ],
 )
 def test_bash_completes(scripts: dict[str, Path], words: list[str], expected: list[str]) -> None:
@@ -77,7 +85,15 @@ def test_bash_offers_nothing_it_does_not_have(scripts: dict[str, Path]) -> None:
 
 def test_every_sub_command_is_in_the_tree() -> None:
     tree = command_tree(build_parser())
-    assert set(tree.subcommands) >= {"run", "version", "cluster", "init", "create", "bundle"}
+    assert set(tree.subcommands) >= {
+        "run",
+        "version",
+        "cluster",
+        "init",
+        "create",
+        "bundle",
+        "plan",
+    }
     assert set(tree.subcommands) >= {"catalog", "olm", "history", "logs", "vars", "completion"}
     assert "--watches-file" in tree.subcommands["run"].options
 
@@ -134,3 +150,47 @@ def test_zsh_completes_in_an_interactive_shell(scripts: dict[str, Path], tmp_pat
     )
     listed = done.stdout.split()
     assert {"up", "down", "status", "kubeconfig", "--state-dir"} <= set(listed), done.stdout
+
+
+WATCHES = """\
+- version: v1alpha1
+  group: cache.example.com
+  kind: Memcached
+  role: memcached
+-   kind: "BarBaz"
+    group: x.example.com
+    version: v1
+    playbook: play.yml
+"""
+
+
+def test_bash_completes_plan_kinds_from_the_watches_file(
+    scripts: dict[str, Path], tmp_path: Path
+) -> None:
+    (tmp_path / "w.yaml").write_text(WATCHES)
+    assert complete(
+        scripts["bash"], "plan", "--watches-file", str(tmp_path / "w.yaml"), "--cr", ""
+    ) == ["memcached/", "barbaz/"]
+    assert complete(
+        scripts["bash"], "plan", f"--watches-file={tmp_path / 'w.yaml'}", "--cr", "b"
+    ) == ["barbaz/"]
+    assert complete(scripts["bash"], "plan", "--watches-file", "/nonexistent", "--cr", "") == []
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_plan_kinds_from_the_watches_file(
+    scripts: dict[str, Path], tmp_path: Path
+) -> None:
+    (tmp_path / "watches.yaml").write_text(WATCHES)
+    done = subprocess.run(
+        ["fish", "-c", f"source {scripts['fish']}; complete -C 'ansible-operator plan --cr '"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert [line.split("\t")[0] for line in done.stdout.splitlines()] == [
+        "barbaz/",
+        "memcached/",
+    ]

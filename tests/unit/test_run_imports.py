@@ -71,3 +71,32 @@ def test_the_run_path_imports_no_certificate_maker_until_it_signs(tmp_path: Path
     # The local cluster was recognised without `cryptography`; signing loads it.
     assert "cryptography" in found["after_signing"]
     assert (tmp_path / "webhook-certs" / "tls.crt").is_file()
+
+
+# Imported by the first run or by other sub-commands, not on the way to the operator's
+# readiness (`python -X importtime` of a start; docs/fast-backend.md, "Start-up").
+NOT_BEFORE_READY = (
+    "ansible_runner",  # the runs' machinery: imported with the zygote's start
+    "requests",  # ansible-runner's plugins (ansible-runner-http)
+    "runner.devtools.cluster.build",  # `image` and `cluster`: building Go components
+    "runner.devtools.cluster.components",
+    "dateutil.parser",  # kubernetes-asyncio's API client: model classes' dates
+    "multiprocessing.pool",  # kubernetes-asyncio's API client: `async_req` calls
+)
+
+
+def test_the_run_path_leaves_the_runs_machinery_for_later() -> None:
+    code = """
+        import sys
+        from runner.cli.main import build_parser
+        build_parser().parse_args(["run"])
+        import runner.operator.run
+        print(sorted(n for n in sys.argv[1].split(",") if n in sys.modules))
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), ",".join(NOT_BEFORE_READY)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert out == "[]"

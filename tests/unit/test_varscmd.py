@@ -49,6 +49,16 @@ async def runtime_extra_vars(watch: Watch, obj: Mapping[str, Any]) -> dict[str, 
     return dict(backend.requests[0].extravars)
 
 
+class _FixedClock:
+    """Stands in for `datetime` in varscmd: `now()` is one fixed time."""
+
+    def __init__(self, now: datetime) -> None:
+        self._now = now
+
+    def now(self, tz: Any = None) -> datetime:
+        return self._now
+
+
 def sample_watches() -> tuple[Watch, ...]:
     return watches_mod.load("watches.yaml", environ={}, cwd=REPO)
 
@@ -128,10 +138,15 @@ CASES = [
 
 @pytest.mark.parametrize(("watches", "obj", "deleting"), CASES)
 async def test_same_as_the_reconciler(
-    watches: tuple[Watch, ...], obj: dict[str, Any], deleting: bool
+    watches: tuple[Watch, ...],
+    obj: dict[str, Any],
+    deleting: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     namespace = obj["metadata"].get("namespace", "")
     now = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
+    # The Running condition's time: the reconcile's clock is the one `vars` is given.
+    monkeypatch.setattr("runner.operator.reconciler._now", lambda: now)
     printed = cr_extra_vars(watches, obj, namespace=namespace, deleting=deleting, now=now)
     runtime_obj = copy.deepcopy(obj)
     if deleting:
@@ -149,6 +164,8 @@ def test_cli_json_and_yaml(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(REPO)
+    now = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
+    monkeypatch.setattr("runner.cli.varscmd.datetime", _FixedClock(now))
     expected = cr_extra_vars(sample_watches(), cr(), namespace="demo")
     for output, load in (("json", json.loads), ("yaml", yaml.safe_load)):
         args = ["vars", "--watches-file", "watches.yaml", "-n", "demo", "-o", output]

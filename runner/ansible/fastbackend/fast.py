@@ -36,14 +36,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Unpack
-
-from ansible_runner import RunnerConfig
+from typing import TYPE_CHECKING, Any, Unpack
 
 from runner.ansible.fastbackend import wire
 from runner.ansible.fastbackend.zygotes import READY_TIMEOUT, Stopped, Zygote, run_in
 from runner.ansible.runs import Runs, RunsBackend, RunsOptions, run_env, run_with_ansible_runner
 from runner.errors import AnsibleRunError
+
+if TYPE_CHECKING:
+    from ansible_runner import RunnerConfig
 
 __all__ = ["FastBackend"]
 
@@ -109,6 +110,8 @@ class FastBackend(RunsBackend):
         """The environment ansible-playbook gets in this backend's runs whose per-run
         variables are `envvars` (as ansible-runner prepares it), but for the variables
         that name the run's own data directory."""
+        from ansible_runner import RunnerConfig
+
         with tempfile.TemporaryDirectory(prefix="ansible-operator-prestart-") as scratch:
             env = self.runs.run_variables()
             environ = {**os.environ, **env}

@@ -14,6 +14,11 @@ socket `N`:
                          {"op": "started", "id", "pid"} | {"op": "failed", "id", "error"}
                          {"op": "exited", "id", "status"}   (a waitpid status)
 
+A run's child writes its exit code to a pipe of its own and closes its terminal before
+it exits: the zygote sends `exited` with the status its waitpid will give at once, not
+after the kernel has freed the child's memory (milliseconds for a forked 100 MB
+process); a child that ends without writing (killed) is reported when it is reaped.
+
 `spec` is the run's `command` artifact, written by the backend as ansible-runner writes
 it: `{"command", "cwd", "env"}`. The child of a run does what ansible-runner's pexpect
 spawn and the `ansible-playbook` script would: a new session with the terminal as its
@@ -55,7 +60,7 @@ from typing import Any, NoReturn
 
 from runner.ansible import hooks, proctree
 from runner.ansible.fastbackend import wire
-from runner.ansible.hooks import kubemodules, modexec
+from runner.ansible.hooks import kubemodules, modexec, templates
 from runner.ansible.hooks import zygote as warm
 
 __all__ = ["main"]
@@ -99,6 +104,7 @@ def _warm_and_serve(control: socket.socket, store: str, discovery: wire.Discover
     with warm.quiet():  # warnings of plugins that do not load are in `errors`
         errors = warm.warm_up()
     warm.remember_settings(wire.PER_RUN_ENV)
+    warm.hold_events_until_callbacks()
     del os.environ["AWX_ISOLATED_DATA_DIR"]
     left_out = warm.install_hooks(store=store, base_path=base_path)
     if discovery is not None and hooks.enabled("kubemodules"):
@@ -129,8 +135,10 @@ class _Zygote:
         self._control = control
         self._base_path = base_path
         self._children: dict[int, str] = {}  # pid -> run id
+        self._reported: set[int] = set()  # children whose exit code came before their end
         self._wakeup_read, self._wakeup_write = os.pipe()
         self._stopping = False
+        self._selector: selectors.BaseSelector | None = None
 
     def send(self, message: Mapping[str, Any]) -> None:
         try:
@@ -146,12 +154,15 @@ class _Zygote:
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the operator's Ctrl-C is the operator's
         with selectors.DefaultSelector() as selector:
+            self._selector = selector
             selector.register(self._control, selectors.EVENT_READ)
             selector.register(self._wakeup_read, selectors.EVENT_READ)
             while not self._stopping:
                 for key, _ in selector.select(timeout=1.0):
                     if key.fd == self._wakeup_read:
                         self._drain_wakeups()
+                    elif key.data is not None:
+                        self._exit_reported(key.fd, key.data)
                     else:
                         self._receive()
                 self._reap()
@@ -202,21 +213,51 @@ class _Zygote:
             self.send({"op": "failed", "id": run_id, "error": "a run needs one terminal"})
             return
         (tty,) = fds
+        report_read, report_write = os.pipe()
         try:
             pid = os.fork()
         except OSError as exc:
-            os.close(tty)
+            for fd in (tty, report_read, report_write):
+                os.close(fd)
             self.send({"op": "failed", "id": run_id, "error": f"cannot fork: {exc}"})
             return
         if pid == 0:  # pragma: no cover - the child ends in os._exit
             try:
                 signal.set_wakeup_fd(-1)
-                _run_child(str(message.get("spec")), tty, base_path=self._base_path)
+                os.close(report_read)
+                _run_child(
+                    str(message.get("spec")), tty, base_path=self._base_path, report=report_write
+                )
             finally:
                 os._exit(1)
         os.close(tty)
+        os.close(report_write)
         self._children[pid] = run_id
+        if self._selector is not None:
+            self._selector.register(report_read, selectors.EVENT_READ, data=pid)
+        else:
+            os.close(report_read)
         self.send({"op": "started", "id": run_id, "pid": pid})
+
+    def _exit_reported(self, fd: int, pid: int) -> None:
+        """A run's child wrote its exit code, or closed its end without one (killed, or
+        ended another way: its end is reported when it is reaped)."""
+        try:
+            data = os.read(fd, 1)
+        except OSError:
+            data = b""
+        if self._selector is not None:
+            self._selector.unregister(fd)
+        os.close(fd)
+        run_id = self._children.get(pid)
+        if data and run_id is not None:
+            self._reported.add(pid)
+            # The status its waitpid will give: os._exit(code) follows the write.
+            self.send({"op": "exited", "id": run_id, "status": data[0] << 8})
+            # The run exported what it compiled before writing its exit code: the runs
+            # forked from now on get it (`templates` hook), not only those after its reap.
+            with contextlib.suppress(Exception):
+                templates.absorb()
 
     def _cancel(self, run_id: str) -> None:
         for pid, child_id in self._children.items():
@@ -232,8 +273,13 @@ class _Zygote:
             if pid == 0:
                 return
             run_id = self._children.pop(pid, None)
-            if run_id is not None:
+            if pid in self._reported:
+                self._reported.discard(pid)
+            elif run_id is not None:
                 self.send({"op": "exited", "id": run_id, "status": status})
+            # What the run compiled, for the runs forked from now on (`templates` hook).
+            with contextlib.suppress(Exception):
+                templates.absorb()
 
     def _kill_all(self) -> None:
         for pid in list(self._children):
@@ -256,8 +302,10 @@ def _die_with_parent(signum: int) -> None:
 # -- the child of one run ---------------------------------------------------------------
 
 
-def _run_child(spec_path: str, tty: int, *, base_path: list[str]) -> NoReturn:  # pragma: no cover
-    _terminal(tty)
+def _run_child(  # pragma: no cover
+    spec_path: str, tty: int, *, base_path: list[str], report: int
+) -> NoReturn:
+    _terminal(tty, keep=report)
     if not modexec.sources_unchanged():
         os._exit(wire.STALE_EXIT)  # a collection was edited: the warm imports are old
     code = 1
@@ -265,6 +313,7 @@ def _run_child(spec_path: str, tty: int, *, base_path: list[str]) -> NoReturn:  
         with open(spec_path, encoding="utf-8") as handle:
             spec = json.load(handle)
         program = str(Path(sys.executable).parent / "ansible-playbook")
+        sys.executable = _script_interpreter(program) or sys.executable
         argv = wire.playbook_argv(spec["command"], program=program)
         # The zygote's exit handlers are the zygote's; the run's own (its local temp
         # directory's removal, registered as `enter_run` makes it) run at its end.
@@ -275,6 +324,8 @@ def _run_child(spec_path: str, tty: int, *, base_path: list[str]) -> NoReturn:  
         code = warm.playbook(argv)
     except BaseException:
         traceback.print_exc()
+    with contextlib.suppress(Exception):
+        templates.export()  # for the zygote, which absorbs it once this run has exited
     try:
         atexit._run_exitfuncs()
     except BaseException:
@@ -282,17 +333,47 @@ def _run_child(spec_path: str, tty: int, *, base_path: list[str]) -> NoReturn:  
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(BaseException):
             stream.flush()
+    _report_exit(report, code & 0xFF)
     os._exit(code & 0xFF)
 
 
-def _terminal(tty: int) -> None:
-    """What `pty.fork()` and pexpect's `ignore_sighup` give ansible-playbook."""
+def _script_interpreter(program: str) -> str | None:
+    """The interpreter `program`'s `#!` line names, when it is this one under another
+    name (`bin/python3.11` for this `bin/python`): what `sys.executable` is in the
+    ansible-playbook it starts (its version banner, `ansible_playbook_python`)."""
+    try:
+        with open(program, "rb") as handle:
+            first = handle.readline(4096)
+        if not first.startswith(b"#!"):
+            return None
+        named = first[2:].strip().split()[0].decode()
+        return named if os.path.isabs(named) and os.path.samefile(named, sys.executable) else None
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def _report_exit(report: int, code: int) -> None:  # pragma: no cover
+    """Tell the zygote the exit code, then let go of the terminal, before the process
+    ends: the kernel's freeing of a forked 100 MB address space takes milliseconds,
+    during which the run's end would otherwise be waited for (its output is complete:
+    everything was flushed)."""
+    with contextlib.suppress(OSError):
+        os.write(report, bytes([code]))
+    for fd in (0, 1, 2, report):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _terminal(tty: int, *, keep: int) -> None:
+    """What `pty.fork()` and pexpect's `ignore_sighup` give ansible-playbook (the fd
+    `keep`, where the exit code goes, stays open)."""
     os.setsid()
     with contextlib.suppress(OSError):
         fcntl.ioctl(tty, termios.TIOCSCTTY, 0)
     for target in (0, 1, 2):
         os.dup2(tty, target)
-    os.closerange(3, min(os.sysconf("SC_OPEN_MAX"), 65536))
+    os.closerange(3, keep)
+    os.closerange(keep + 1, min(os.sysconf("SC_OPEN_MAX"), 65536))
     for name in ("SIGTERM", "SIGCHLD", "SIGINT", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)

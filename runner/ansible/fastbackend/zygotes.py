@@ -31,15 +31,19 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from ansible_runner import Runner, RunnerConfig
-from ansible_runner.utils import OutputEventFilter
+from typing import TYPE_CHECKING, Any
 
 from runner.ansible.fastbackend import wire
+from runner.ansible.fastbackend.eventdata import with_partials
 from runner.errors import AnsibleRunError
 
+if TYPE_CHECKING:
+    from ansible_runner import RunnerConfig
+    from ansible_runner.utils import OutputEventFilter
+
 __all__ = ["READY_TIMEOUT", "Stopped", "Zygote", "run_in"]
+
+_log = logging.getLogger("runner.ansible")
 
 READY_TIMEOUT = 300.0
 """How long a run waits for a zygote's warm-up (it takes seconds; more on a busy node)."""
@@ -74,13 +78,16 @@ def run_in(
     """Run the prepared `config` in `zygote`, as ansible-runner would run it (a
     `PlaybookStep` but for the None: run it again elsewhere, because the zygote's imports
     are out of date or it had died before it could start the run)."""
+    from ansible_runner import Runner
+    from ansible_runner.utils import OutputEventFilter
+
     runner = Runner(config, event_handler=handle, cancel_callback=cancel.is_set)
     artifact_dir = Path(config.artifact_dir)
     spec = _write_command(config, artifact_dir)
     stdout = _open_output(artifact_dir / "stdout")
     _open_output(artifact_dir / "stderr").close()  # the terminal merges both, as pexpect
     output = OutputEventFilter(
-        stdout, runner.event_callback, suppress_ansible_output=True, output_json=False
+        stdout, with_partials(runner), suppress_ansible_output=True, output_json=False
     )
     master, slave = _terminal()
     try:
@@ -88,6 +95,7 @@ def run_in(
             run = zygote.start(config.ident, spec=spec, tty=slave)
         finally:
             os.close(slave)
+        _log.debug("run %s: started in the zygote (pid %s)", config.ident, run.pid)
         pumped = _pump(master, output, run=run, zygote=zygote, cancel=cancel)
     except _NotStarted as exc:
         if not zygote.alive:
@@ -98,6 +106,7 @@ def run_in(
         return _finish(artifact_dir, status="failed", rc=_MISSING_PROCESS_RC)
     finally:
         os.close(master)
+    _log.debug("run %s: exited", config.ident)
     canceled = pumped.canceled
     rc = wire.exit_code(run.status) if run.status is not None else None
     if rc == wire.STALE_EXIT and not canceled and not pumped.output:
@@ -142,8 +151,9 @@ class Zygote:
         self._logger = logger
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # The zygote asks for SIGTERM when the thread starting it ends (PR_SET_PDEATHSIG
-        # follows the thread): the event loop's, or a backend worker thread, both of which
-        # live until the backend is closed.
+        # follows the thread): the event loop's, one of its executor's (the operator
+        # starts it from there once ready), or a backend worker thread, all of which live
+        # until the backend is closed.
         self._store = tempfile.mkdtemp(prefix="ansible-operator-zygote-")
         try:
             self._process = subprocess.Popen(

@@ -89,7 +89,8 @@ class Hook:
     """ansible-core lines (major.minor) it was checked against."""
     backends: tuple[str, ...]
     """The backends that use it (`fast`, `runner`; `webhooks`: the webhooks' warm
-    runner, which without it leaves webhooks to full runs)."""
+    runner, which without it leaves webhooks to full runs; `plan`: the runs of
+    `ansible-operator plan`, which without it refuses to run)."""
     helpers: tuple[str, ...] = ()
     """Other files of this package it is made of (relative to it), beside `<name>.py`."""
 
@@ -101,6 +102,7 @@ class Hook:
 
 _BOTH = ("2.18", "2.19")
 _MODULE_COMMON = "ansible.executor.module_common"
+_AWX_DISPLAY = "ansible_runner.display_callback.callback.awx_display"
 _WORKER = "ansible.executor.process.worker:WorkerProcess"
 _COLLECTION_FINDER = "ansible.utils.collection_loader._collection_finder"
 _RAW_RESULT = "ansible.executor.task_result:_RawTaskResult"
@@ -113,6 +115,21 @@ HOOKS: tuple[Hook, ...] = (
             Spot("ansible.cli.playbook:PlaybookCLI.cli_executor", "called in the forked run"),
             Spot("ansible.plugins.loader:init_plugin_loader", "loaders warmed before the fork"),
             Spot("ansible.plugins.loader:action_loader", "actions resolved at warm-up"),
+            Spot(
+                "ansible.plugins.loader:inventory_loader",
+                "the enabled inventory plugins loaded by name at warm-up",
+            ),
+            Spot(
+                "ansible.plugins.loader:PluginLoader._load_config_defs",
+                "wrapped: documentation without options parsed once",
+            ),
+            Spot("ansible.plugins.loader:get_plugin_class", "a plugin type's name"),
+            Spot("ansible.constants:CONFIGURABLE_PLUGINS", "which types have options"),
+            Spot("ansible.constants:INVENTORY_ENABLED", "the inventory plugins a run loads"),
+            Spot(
+                "ansible.config.manager:ConfigManager.has_configuration_definition",
+                "whether a plugin registered options",
+            ),
             Spot("ansible.plugins.loader:module_loader", "modules resolved at warm-up"),
             Spot("ansible.vars.plugins:_prime_vars_loader", "primed at warm-up"),
             Spot("ansible.plugins.loader:vars_loader", "reset per run, as a new process has it"),
@@ -129,7 +146,15 @@ HOOKS: tuple[Hook, ...] = (
             Spot("ansible.utils.color", "reloaded in each run: stdout is a terminal"),
             Spot(
                 "ansible_runner.display_callback.callback.awx_display:EventContext",
-                "renewed per run",
+                "renewed per run, with a uuid of its own until the callbacks are loaded",
+            ),
+            Spot(
+                "ansible_runner.display_callback.callback.awx_display:display_with_context",
+                "writes plain output while the event context has a uuid",
+            ),
+            Spot(
+                "ansible.executor.task_queue_manager:TaskQueueManager.load_callbacks",
+                "wrapped: the event context's own uuid taken away",
             ),
         ),
         tested=_BOTH,
@@ -169,7 +194,32 @@ HOOKS: tuple[Hook, ...] = (
             Spot("ansible.executor.task_result:_RawTaskResult", "what a worker sends", ("2.19",)),
             Spot(
                 "ansible.executor.task_queue_manager:FinalQueue.send_task_result",
-                "the queue results go through",
+                "builds what a task's result puts on the queue (called on DirectQueue)",
+            ),
+            Spot(
+                "ansible.executor.task_queue_manager:FinalQueue.send_callback",
+                "builds what a loop item's callback puts on the queue (called on DirectQueue)",
+            ),
+            Spot(
+                "ansible.plugins.strategy:StrategyBase.__init__",
+                "wrapped: the strategy whose results DirectQueue adds to",
+            ),
+            Spot(
+                "ansible.plugins.strategy:results_thread_main",
+                "called per item put on DirectQueue, in the run's thread",
+            ),
+            Spot("ansible.plugins.strategy:StrategySentinel", "ends that call"),
+            Spot(
+                "multiprocessing.reduction:ForkingPickler",
+                "the copy the queue's pipe makes, made by DirectQueue",
+            ),
+            Spot(
+                "ansible.playbook.task:Task.copy",
+                "exclude_tasks=True: parent blocks copied without their task lists",
+            ),
+            Spot(
+                "ansible.executor.process.worker:WorkerQueue",
+                "replaced by one made when first used (a forked worker's prompts only)",
             ),
         ),
         tested=_BOTH,
@@ -384,6 +434,103 @@ HOOKS: tuple[Hook, ...] = (
         helpers=("warmtasks.py",),
     ),
     Hook(
+        name="immutables",
+        does="immutable variables not copied by deepcopy",
+        spots=(
+            Spot("copy:_deepcopy_dispatch", "the types below registered as atomic, as str is"),
+            Spot("copy:_deepcopy_atomic"),
+            *(
+                Spot(f"ansible.module_utils._internal._datatag:{name}", lines=("2.19",))
+                for name in (
+                    "_AnsibleTaggedStr",
+                    "_AnsibleTaggedBytes",
+                    "_AnsibleTaggedInt",
+                    "_AnsibleTaggedFloat",
+                    "_AnsibleTaggedDate",
+                    "_AnsibleTaggedTime",
+                    "_AnsibleTaggedDateTime",
+                )
+            ),
+            Spot(
+                "ansible.module_utils._internal._datatag:AnsibleDatatagBase",
+                "its frozen dataclass subclasses: the tags",
+                ("2.19",),
+            ),
+            Spot("ansible.module_utils._internal._datatag._tags:Deprecated", lines=("2.19",)),
+            Spot("ansible._internal._datatag._tags:Origin", lines=("2.19",)),
+            Spot("ansible._internal._templating._datatag:_JinjaConstTemplate", lines=("2.19",)),
+            Spot("ansible.utils.unsafe_proxy:AnsibleUnsafeText", lines=("2.18",)),
+            Spot("ansible.utils.unsafe_proxy:AnsibleUnsafeBytes", lines=("2.18",)),
+            Spot("ansible.utils.unsafe_proxy:NativeJinjaUnsafeText", lines=("2.18",)),
+            Spot("ansible.utils.native_jinja:NativeJinjaText", lines=("2.18",)),
+            Spot("ansible.parsing.yaml.objects:AnsibleUnicode", lines=("2.18",)),
+            Spot(
+                "ansible.plugins.lookup.template:LookupModule.run",
+                "deep-copies the task's variables per file: the cost this cuts",
+            ),
+        ),
+        tested=_BOTH,
+        backends=("fast",),
+    ),
+    Hook(
+        name="templates",
+        does="Jinja templates compiled once per zygote",
+        spots=(
+            Spot("jinja2.environment:Environment.compile", "wrapped: compiled code kept"),
+            Spot(
+                "jinja2.environment:Environment.compile_expression",
+                "wrapped: compiled code kept, the template made as from_string makes it",
+            ),
+            Spot("jinja2.environment:Environment._parse", "wrapped: the tree compiled"),
+            Spot("jinja2.environment:Environment.from_string", "called with a kept code"),
+            Spot("jinja2.environment:TemplateExpression"),
+            Spot(
+                "jinja2.nodes:_FilterTestCommon.as_const",
+                "wrapped: a filter or test folded at compile time: not kept",
+            ),
+            Spot("jinja2.utils:_PassArg.from_obj", "how a filter is called, fixed at compile"),
+            Spot(
+                "ansible._internal._templating._jinja_bits:_TemplateCompileContext",
+                "escape_backslashes: part of the key",
+                ("2.19",),
+            ),
+            Spot(
+                "ansible._internal._templating._jinja_bits:_TemplateConfig",
+                "allow_embedded_templates: part of the key",
+                ("2.19",),
+            ),
+            Spot(
+                "ansible._internal._templating._jinja_bits:AnsibleEnvironment._debuggable_template_source",
+                "on: nothing kept",
+                ("2.19",),
+            ),
+            Spot("ansible.template:AnsibleEnvironment", "optimized: folds filters", ("2.18",)),
+        ),
+        tested=_BOTH,
+        backends=("fast",),
+    ),
+    Hook(
+        name="events",
+        does="job event data sent with the run's output, not in partial files",
+        spots=(
+            Spot(
+                f"{_AWX_DISPLAY}:EventContext.dump_begin",
+                "replaced: the event data goes into the output next to its uuid",
+            ),
+            Spot(f"{_AWX_DISPLAY}:EventContext.get_begin_dict", "the event data"),
+            Spot(f"{_AWX_DISPLAY}:EventContext.dump", "how a message is written (reproduced)"),
+            Spot(f"{_AWX_DISPLAY}:AnsibleJSONEncoderLocal", "the encoder of the partial file"),
+            Spot(f"{_AWX_DISPLAY}:IsolatedFileWrite.set", "the partial file no longer written"),
+            Spot(
+                "ansible_runner.runner:Runner.event_callback",
+                "gets the data merged as it merges a partial file (fastbackend/eventdata.py)",
+            ),
+            Spot("ansible_runner.utils:OutputEventFilter", "decodes the message as any"),
+        ),
+        tested=_BOTH,
+        backends=("fast",),
+    ),
+    Hook(
         name="kubemodules",
         does="module code compiled once, discovery shared between CRs",
         spots=(
@@ -404,6 +551,35 @@ HOOKS: tuple[Hook, ...] = (
         ),
         tested=_BOTH,
         backends=("fast",),
+    ),
+    Hook(
+        name="preview",
+        does="a plan skips the tasks it cannot preview",
+        spots=(
+            Spot(
+                "ansible.executor.task_executor:TaskExecutor"
+                "._get_action_handler_with_module_context",
+                "wrapped: called after the task's `when`, before its action runs",
+            ),
+            Spot(
+                "ansible.executor.task_executor:TaskExecutor._execute_internal",
+                "wrapped: a stopped task's result is a skip",
+                ("2.19",),
+            ),
+            Spot(
+                "ansible.executor.task_executor:TaskExecutor._execute",
+                "wrapped: a stopped task's result is a skip",
+                ("2.18",),
+            ),
+            Spot(
+                "ansible.playbook.task:Task.resolved_action",
+                "the task's action (2.18: an attribute of each task)",
+                ("2.19",),
+            ),
+        ),
+        tested=_BOTH,
+        backends=("plan",),
+        helpers=("previewactions.py", "preview_callback/ansible_operator_plan.py"),
     ),
 )
 

@@ -33,9 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from runner.ansible import hooks
-from runner.ansible.hooks import direct, inline, kubemodules, modexec, payloads
+from runner.ansible.hooks import (
+    direct,
+    events,
+    immutables,
+    inline,
+    kubemodules,
+    modexec,
+    payloads,
+    templates,
+)
 
 __all__ = [
+    "BEFORE_CALLBACKS",
     "COLD_MODULE_UTILS",
     "PROFILE_ENV",
     "WARM_ACTIONS",
@@ -43,6 +53,7 @@ __all__ = [
     "WARM_IMPORTS",
     "WARM_MODULES",
     "enter_run",
+    "hold_events_until_callbacks",
     "install_hooks",
     "playbook",
     "quiet",
@@ -126,6 +137,9 @@ _local_tmp_base: str | None = None
 _event_modules: list[Any] = []
 """The loaded `awx_display` callback modules, whose event context each run renews."""
 
+BEFORE_CALLBACKS = "ansible-operator-before-callbacks"
+"""The event context's uuid until the run loads its callbacks (`_fresh_event_context`)."""
+
 
 def install_hooks(*, store: str, base_path: list[str]) -> list[str]:
     """Install the run-time hooks into this (warm) process: each one tested with the
@@ -139,12 +153,21 @@ def install_hooks(*, store: str, base_path: list[str]) -> list[str]:
         ("payloads", lambda: payloads.install(os.path.join(store, "payloads"))),
         ("direct", lambda: _both(direct.install, lambda: direct.warm(warm_paths))),
         ("inline", inline.install),
+        ("immutables", immutables.install),
+        ("templates", lambda: templates.install(_private_dir(store, "templates"))),
+        ("events", lambda: events.install(_event_modules)),
         ("kubemodules", lambda: _both(kubemodules.install, lambda: kubemodules.warm(warm_fqns))),
     ):
         reason = _install_hook(name, install)
         if reason is not None:
             left_out.append(reason)
     return left_out
+
+
+def _private_dir(store: str, name: str) -> str:
+    path = os.path.join(store, name)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
 
 
 def _both(first: Callable[[], None], then: Callable[[], None]) -> None:
@@ -177,8 +200,10 @@ def warm_up() -> list[str]:
 
     for name in WARM_IMPORTS:
         attempt(name, lambda name=name: _import_if_in_this_line(name))  # type: ignore[misc]
+    from ansible import constants
     from ansible.plugins import loader
 
+    attempt("plugin documentation", _parse_documentation_once)
     loader.init_plugin_loader([])
     for plugins in (
         loader.connection_loader,
@@ -192,6 +217,13 @@ def warm_up() -> list[str]:
         loader.test_loader,
     ):
         attempt(plugins.package, lambda plugins=plugins: list(plugins.all(class_only=True)))  # type: ignore[misc]
+    # Inventory plugins as a run gets them, by their enabled names (`all()` above went
+    # by file name): their documentation is parsed here, not in every run.
+    for name in constants.INVENTORY_ENABLED:
+        attempt(
+            f"inventory {name}",
+            lambda name=name: loader.inventory_loader.get(name, class_only=True),  # type: ignore[misc]
+        )
     # Vars plugins as a run finds them (ansible-core's own priming: the legacy ones, then
     # the enabled ones such as `host_group_vars`); each run primes again (`enter_run`).
     attempt("vars plugins", _prime_vars_plugins)
@@ -203,6 +235,42 @@ def warm_up() -> list[str]:
     for collection in WARM_COLLECTIONS:
         errors += _import_module_utils(collection)
     return errors
+
+
+def _parse_documentation_once() -> None:
+    """A plugin's documentation is parsed once per zygote, also when it declares no options.
+
+    `PluginLoader._load_config_defs` parses a plugin's `DOCUMENTATION` each time the
+    plugin is loaded unless its options were registered; a plugin without options has
+    none to register, so every run parsed the YAML of `host_list`, `auto`, `ini` and
+    `toml` again (and of the callbacks without options): about 3 % of a small role's
+    run. What the parse gives is a function of the documentation alone, and with no
+    options it has no effect: a (plugin type, name, path, documentation) seen to have
+    none is skipped from then on, in the zygote and the runs forked after."""
+    from ansible import constants
+    from ansible.plugins import loader
+
+    real = loader.PluginLoader._load_config_defs
+    if getattr(real, "_runner_once", False):
+        return
+    without_options: set[tuple[str, str, str, str]] = set()
+
+    def _load_config_defs(self: Any, name: str, module: Any, path: str) -> None:
+        documentation = getattr(module, "DOCUMENTATION", "")
+        key = (str(self.class_name), name, str(path), documentation)
+        if isinstance(documentation, str) and key in without_options:
+            return
+        real(self, name, module, path)
+        if not self.class_name or not isinstance(documentation, str):
+            return
+        type_name = loader.get_plugin_class(self.class_name)
+        if type_name in constants.CONFIGURABLE_PLUGINS and not (
+            constants.config.has_configuration_definition(type_name, name)
+        ):
+            without_options.add(key)
+
+    _load_config_defs._runner_once = True  # type: ignore[attr-defined]
+    loader.PluginLoader._load_config_defs = _load_config_defs
 
 
 def _import_if_in_this_line(name: str) -> None:
@@ -379,9 +447,39 @@ def _tty_stdio() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
 
 
 def _fresh_event_context() -> None:
-    """`awx_display` reads the run's artifact directory when its event context is made."""
+    """`awx_display` reads the run's artifact directory when its event context is made.
+
+    A new ansible-playbook imports `awx_display` only when it loads its callbacks
+    (`TaskQueueManager.load_callbacks`): what it displays before (the version banner at
+    `-v`, "Using ... as config file", an error in the playbook) is plain output, which
+    ansible-runner turns into one `verbose` event per line. In the zygote `awx_display`
+    is imported already and its `Display.display` wrapper would make each of those
+    displays one event: until the run loads its callbacks, the event context holds a
+    uuid of its own (`BEFORE_CALLBACKS`), with which the wrapper writes plain output."""
     for module in _event_modules:
-        vars(module)["event_context"] = module.EventContext()
+        context = module.EventContext()
+        context.add_global(uuid=BEFORE_CALLBACKS)
+        vars(module)["event_context"] = context
+
+
+def hold_events_until_callbacks() -> None:
+    """Make `TaskQueueManager.load_callbacks` take `BEFORE_CALLBACKS` away (see
+    `_fresh_event_context`); once, in the zygote."""
+    from ansible.executor.task_queue_manager import TaskQueueManager
+
+    real = TaskQueueManager.load_callbacks
+    if getattr(real, "_runner_events_held", False):
+        return
+
+    def load_callbacks(self: Any) -> Any:
+        for module in _event_modules:
+            context = module.event_context
+            if context.get_global().get("uuid") == BEFORE_CALLBACKS:
+                context.remove_global(uuid=None)
+        return real(self)
+
+    load_callbacks._runner_events_held = True  # type: ignore[attr-defined]
+    TaskQueueManager.load_callbacks = load_callbacks
 
 
 def _prime_vars_plugins() -> None:
@@ -411,8 +509,11 @@ def playbook(argv: list[str]) -> int:
     profiler = None
     if profile_dir:
         import cProfile
+        import time
 
-        profiler = cProfile.Profile()
+        # CPU time, not wall time: on a shared machine the wall clock counts other
+        # processes' turns on the CPU against whatever function was running.
+        profiler = cProfile.Profile(time.process_time)
         profiler.enable()
     try:
         PlaybookCLI.cli_executor(argv)

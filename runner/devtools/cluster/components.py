@@ -181,10 +181,11 @@ def opm_edits(registry: GoModule, base: Path) -> tuple[SourceEdit, ...]:
 
 
 def go_ansible_operator(root: Path | None = None) -> Component:
-    """The Go ansible-operator (operator-sdk's), which bench/compare measures ours against.
+    """The Go ansible-operator (operator-sdk's), which bench/compare measures ours against
+    and the differential suite (tests/differential) compares ours with.
 
-    Not one of `tools()`: only the comparison benchmark needs it, so `cluster up
-    --build-only` and `cluster tools` do not build it.
+    Not one of `tools()` (`cluster tools` does not build it); `cluster up --build-only`
+    (`make binaries`) does, for the tests.
     """
     base = root or tools_dir()
     plugins = GoModule(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from runner.structs import GVK
@@ -173,7 +174,7 @@ def deployment_service_accounts(csv: Obj) -> list[str]:
     return found
 
 
-def pod_runs_image(pod: Obj, image: str) -> bool:
+def pod_runs_image(pod: Mapping[str, Any], image: str) -> bool:
     """The pod's first container is `image` and the pod is Ready."""
     containers = (pod.get("spec") or {}).get("containers") or []
     if not containers or containers[0].get("image") != image:

@@ -23,7 +23,7 @@ import contextlib
 import ipaddress
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,9 @@ def parse_service_host(host: str) -> ServiceName | None:
     return ServiceName(labels[0], labels[1])
 
 
-def pick_endpoint(service: Obj, slices: list[Obj], port: int) -> tuple[str, int]:
+def pick_endpoint(
+    service: Mapping[str, Any], slices: Sequence[Mapping[str, Any]], port: int
+) -> tuple[str, int]:
     """The address and port a connection to the Service's `port` goes to (pure)."""
     ports = (service.get("spec") or {}).get("ports") or []
     wanted = next((p for p in ports if int(p.get("port", 0)) == port), None)

@@ -7,7 +7,7 @@ import copy
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from runner.devtools.olm import olmobjects as model
 from runner.errors import AnsibleOperatorError
@@ -28,7 +28,7 @@ def gvk_of(obj: Obj) -> GVK:
 
 async def get(client: KubeClient, gvk: GVK, name: str, namespace: str | None) -> Obj | None:
     try:
-        return await client.get(gvk, name=name, namespace=namespace)
+        return cast(Obj, await client.get(gvk, name=name, namespace=namespace))
     except NotFound:
         return None
 
@@ -39,7 +39,7 @@ async def apply(client: KubeClient, obj: Obj) -> Obj:
     meta = bodies.metadata(obj)
     for _ in range(5):
         try:
-            return await client.create(gvk, obj)
+            return cast(Obj, await client.create(gvk, obj))
         except Conflict:
             pass
         current = await get(client, gvk, str(meta["name"]), meta.get("namespace"))
@@ -48,7 +48,7 @@ async def apply(client: KubeClient, obj: Obj) -> Obj:
         body = copy.deepcopy(obj)
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:
-            return await client.replace(gvk, obj=body)
+            return cast(Obj, await client.replace(gvk, obj=body))
         except Conflict:
             continue
     raise OLMError(f"could not apply {obj['kind']} {meta.get('name')}: it keeps changing")
@@ -70,7 +70,7 @@ async def listed(
         items, _ = await client.list(gvk, namespace=namespace, label_selector=label_selector)
     except NotFound:  # the kind is not served (OLM not installed)
         return []
-    return items
+    return cast(list[Obj], items)
 
 
 async def wait_for(

@@ -22,8 +22,10 @@ from typing import Any
 
 from aiohttp import web
 
+from runner.structs.bodies import KubeObject
 from runner.util.redact import MESSAGE_LIMIT, redact_message
 from runner.webhooks.declarations import Webhook, conversion_path
+from runner.webhooks.reviews import AdmissionReview, ConversionResponse, ConversionReview
 from runner.webhooks.server.roles import WebhookFailure, WebhookRunner
 
 __all__ = ["CERT_FILE", "KEY_FILE", "CertificateReloader", "WebhookServer"]
@@ -93,20 +95,20 @@ class _ConversionCache:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._items: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._items: OrderedDict[str, KubeObject] = OrderedDict()
 
     @staticmethod
     def key(obj: Mapping[str, Any], desired: str) -> str:
         return desired + "\0" + json.dumps(obj, sort_keys=True, default=str)
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> KubeObject | None:
         found = self._items.get(key)
         if found is not None:
             self._items.move_to_end(key)
             return _copy(found)
         return None
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: KubeObject) -> None:
         self._items[key] = value
         self._items.move_to_end(key)
         while len(self._items) > self._size:
@@ -182,7 +184,7 @@ class WebhookServer:
 
     def _admission_handler(self, webhook: Webhook) -> Any:
         async def handle(request: web.Request) -> web.Response:
-            review = await _read_json(request)
+            review: AdmissionReview = await _read_json(request)
             body = review.get("request") if isinstance(review, Mapping) else None
             if not isinstance(body, Mapping) or not body.get("uid"):
                 raise web.HTTPBadRequest(text="expected an AdmissionReview with a request")
@@ -191,19 +193,21 @@ class WebhookServer:
         return handle
 
     async def _convert(self, request: web.Request) -> web.Response:
-        review = await _read_json(request)
+        review: ConversionReview = await _read_json(request)
         body = review.get("request") if isinstance(review, Mapping) else None
         if not isinstance(body, Mapping) or not body.get("uid"):
             raise web.HTTPBadRequest(text="expected a ConversionReview with a request")
         desired = str(body.get("desiredAPIVersion") or "")
         objects = body.get("objects") or []
-        response: dict[str, Any] = {"uid": body["uid"]}
+        response: ConversionResponse = {"uid": body["uid"]}
         try:
             converted = await asyncio.gather(*(self._convert_one(o, desired) for o in objects))
-            response.update(convertedObjects=converted, result={"status": "Success"})
+            response.update({"convertedObjects": converted, "result": {"status": "Success"}})
         except WebhookFailure as failure:
             message = redact_message(str(failure), MESSAGE_LIMIT)
-            response.update(convertedObjects=[], result={"status": "Failure", "message": message})
+            response.update(
+                {"convertedObjects": [], "result": {"status": "Failure", "message": message}}
+            )
         return web.json_response(
             {
                 "apiVersion": review.get("apiVersion") or "apiextensions.k8s.io/v1",
@@ -212,12 +216,12 @@ class WebhookServer:
             }
         )
 
-    async def _convert_one(self, obj: Any, desired: str) -> dict[str, Any]:
+    async def _convert_one(self, obj: KubeObject, desired: str) -> KubeObject:
         if not isinstance(obj, Mapping):
             raise WebhookFailure("contract", f"not an object: {obj!r}"[:200])
         api_version = str(obj.get("apiVersion") or "")
         if api_version == desired:
-            return dict(obj)
+            return obj.copy()
         group = api_version.rpartition("/")[0]
         webhook = self._conversions.get((group, str(obj.get("kind") or "")))
         if webhook is None:
@@ -233,8 +237,8 @@ class WebhookServer:
         return _copy(converted)
 
 
-def _copy(obj: Mapping[str, Any]) -> dict[str, Any]:
-    copied: dict[str, Any] = json.loads(json.dumps(obj))
+def _copy(obj: Mapping[str, Any]) -> KubeObject:
+    copied: KubeObject = json.loads(json.dumps(obj))
     return copied
 
 

@@ -40,10 +40,12 @@ from runner.ansible.jobevents import EventCollector, RunResult
 from runner.ansible.runlog import LogEvents, RunLog
 from runner.ansible.warm.pool import WarmCrashed, WarmError, WarmRunners, WarmTimeout
 from runner.errors import AnsibleRunError
+from runner.structs.bodies import KubeObject
 from runner.util.durations import format_duration
 from runner.util.redact import MESSAGE_LIMIT, redact_message
 from runner.webhooks import contract
 from runner.webhooks.declarations import Webhook
+from runner.webhooks.reviews import AdmissionRequest, AdmissionReview, PatchOperation
 from runner.webhooks.server.warmtargets import warm_key
 
 __all__ = ["EventLog", "RunOptions", "WebhookFailure", "WebhookMetrics", "WebhookRunner"]
@@ -151,7 +153,7 @@ class WebhookRunner:
 
     # -- admission ----------------------------------------------------------------------
 
-    async def admit(self, webhook: Webhook, request: Mapping[str, Any]) -> dict[str, Any]:
+    async def admit(self, webhook: Webhook, request: AdmissionRequest) -> AdmissionReview:
         """The AdmissionReview answering `request` (the review's `request` field)."""
         started = time.monotonic()
         uid = str(request.get("uid") or "")
@@ -159,7 +161,7 @@ class WebhookRunner:
         try:
             output = await self._run(webhook, contract.admission_vars(webhook, request))
             warnings = output.warnings()
-            patch: list[dict[str, Any]] = []
+            patch: list[PatchOperation] = []
             if webhook.type == "mutating":
                 subject = request.get("object")
                 if isinstance(subject, Mapping):
@@ -186,7 +188,7 @@ class WebhookRunner:
 
     def _apply_policy(
         self, webhook: Webhook, uid: str, what: str, failure: WebhookFailure
-    ) -> tuple[dict[str, Any], str]:
+    ) -> tuple[AdmissionReview, str]:
         policy = webhook.failure_policy
         message = redact_message(f"{webhook.describe()}: {failure}", MESSAGE_LIMIT)
         self._metrics.failures.labels(webhook.name, failure.reason, policy).inc()
@@ -214,7 +216,7 @@ class WebhookRunner:
 
     async def convert(
         self, webhook: Webhook, obj: Mapping[str, Any], desired_api_version: str
-    ) -> dict[str, Any]:
+    ) -> KubeObject:
         """`obj` converted by the role; `WebhookFailure` when it cannot be (the API server
         then fails the request that needed it)."""
         started = time.monotonic()

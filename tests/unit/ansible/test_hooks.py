@@ -294,7 +294,7 @@ def test_every_hook_names_its_module_spots_and_both_lines() -> None:
         # warmrole was checked on 2.19 only: on 2.18 webhooks keep full runs.
         lines = {"2.19"} if hook.name == "warmrole" else {"2.18", "2.19"}
         assert set(hook.tested) == lines, hook.name
-        assert set(hook.backends) <= {"fast", "runner", "webhooks"}
+        assert set(hook.backends) <= {"fast", "runner", "webhooks", "plan"}
     assert hooks.tested_lines(hooks.BACKEND_HOOKS) == ("2.18", "2.19")
 
 
@@ -403,3 +403,22 @@ def test_module_builder_arguments_by_name_through_stacked_wrappers() -> None:
     assert called == {"module_name": "k8s", "b_module_data": b"data", "become": True}
     assert builder.becomes(called)
     assert not builder.becomes({"become_plugin": None})
+
+
+def test_the_hook_table_of_the_docs_counts_each_lines_spots() -> None:
+    """docs/ansible-core.md lists every hook with the number of spots checked on each
+    line; a spot added or removed changes the count to write there."""
+    docs = (HOOKS_DIR.parents[2] / "docs" / "ansible-core.md").read_text()
+    rows = {}
+    for line in docs.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = (cells[3], cells[4])
+    for hook in hooks.HOOKS:
+        expected = tuple(
+            str(sum(1 for spot in hook.spots if not spot.lines or line in spot.lines))
+            if line in hook.tested
+            else "not tested"
+            for line in ("2.18", "2.19")
+        )
+        assert rows.get(hook.name) == expected, hook.name

@@ -260,3 +260,25 @@ def test_a_base_that_is_a_file_is_refused(tmp_path: Path) -> None:
     base.write_text("")
     with pytest.raises(ConfigError, match="not a directory"):
         check_base(base)
+
+
+def test_a_directory_that_cannot_be_set_up_is_not_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that cannot write its directory's files (the disk is full) removes the
+    directory before it gives up: without `.lock` and `.operator` nobody else ever would.
+    (Found by the chaos soak, docs/soak.md: replicas restarted while their run directory's
+    filesystem was full left one such directory each.)"""
+    import errno
+
+    from runner.ansible import rundir
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    base = tmp_path / "runner"
+    monkeypatch.setattr(rundir, "_write_private", full)
+    with pytest.raises(ConfigError, match="No space left on device") as raised:
+        claim(base, identity=IDENTITY)
+    assert str(base) in str(raised.value)
+    assert process_dirs(base) == []

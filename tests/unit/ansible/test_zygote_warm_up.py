@@ -44,3 +44,43 @@ def test_warm_up_leaves_the_generated_classes_to_the_run_that_needs_them() -> No
     assert found["errors"] == []
     assert found["generated"] == []
     assert found["warm"] == [True, True, True]
+
+
+AFTER_WARM_UP = """
+    import json
+    from runner.ansible.hooks import zygote
+    zygote.warm_up()
+    from ansible import constants
+    from ansible.plugins import loader
+    import ansible.plugins.loader as plugin_loader
+    parsed = []
+    real = plugin_loader.add_fragments
+    def counting(dstring, path, *args, **kwargs):
+        parsed.append(path.rsplit("/", 1)[-1])
+        return real(dstring, path, *args, **kwargs)
+    plugin_loader.add_fragments = counting
+    plugins = [loader.inventory_loader.get(name) for name in constants.INVENTORY_ENABLED]
+    list(loader.callback_loader.all(class_only=True))
+    print(json.dumps({
+        "parsed": parsed,
+        "loaded": [type(p).__module__.rsplit(".", 1)[-1] for p in plugins],
+        "options": constants.config.get_configuration_definitions("inventory", "yaml") != {},
+    }))
+"""
+
+
+def test_a_run_parses_no_plugin_documentation_the_zygote_parsed() -> None:
+    """What a run loads by name (the enabled inventory plugins) and every callback have
+    their documentation parsed in the zygote: none again, also without options."""
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(bundled_collections_path())}
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(AFTER_WARM_UP)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    found = json.loads(out.strip().splitlines()[-1])
+    assert found["parsed"] == []
+    assert found["loaded"] == ["host_list", "script", "auto", "yaml", "ini", "toml"]
+    assert found["options"]  # registered as before

@@ -30,6 +30,9 @@ def cr(**annotations: str) -> dict[str, object]:
         pytest.param({PREFIX + "verbosity": "99"}, 60.0, 7, 20, id="verbosity-capped"),
         pytest.param({PREFIX + "verbosity": "loud"}, 60.0, 2, 20, id="verbosity-invalid-ignored"),
         pytest.param({PREFIX + "max-runner-artifacts": "3"}, 60.0, 2, 3, id="artifacts"),
+        # As ansible-runner's --rotate-artifacts 0 for the Go operator: keep every run.
+        pytest.param({PREFIX + "max-runner-artifacts": "0"}, 60.0, 2, 0, id="artifacts-all"),
+        pytest.param({PREFIX + "max-runner-artifacts": "-1"}, 60.0, 2, -1, id="artifacts-neg"),
     ],
 )
 def test_annotations(

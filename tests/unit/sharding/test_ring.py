@@ -80,9 +80,12 @@ def test_member_names_are_label_values_and_unique() -> None:
 
 
 def test_a_handoff_round_trips_and_garbage_is_ignored() -> None:
-    handoff = Handoff(source="a", due=1234.5, failures=3)
-    obj = {"metadata": {"annotations": {handoff_annotation("r"): handoff.encode()}}}
-    assert handoff_of(obj, "r") == handoff
+    for handoff in (
+        Handoff(source="a", due=1234.5, failures=3),
+        Handoff(source="a", due=1234.5, failures=3, generation=7),
+    ):
+        obj = {"metadata": {"annotations": {handoff_annotation("r"): handoff.encode()}}}
+        assert handoff_of(obj, "r") == handoff
     broken = {"metadata": {"annotations": {handoff_annotation("r"): "{not json"}}}
     assert handoff_of(broken, "r") is None
     assert handoff_of({"metadata": {}}, "r") is None

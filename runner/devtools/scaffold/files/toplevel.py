@@ -76,6 +76,10 @@ ANSIBLE_OPERATOR ?= $(or $(ON_PATH),$(LOCALBIN)/ansible-operator)
 KUBECTL ?= $(ANSIBLE_OPERATOR) cluster kubectl
 # `make run` serves metrics and health probes on loopback only; e.g. RUN_ARGS=--zap-devel
 RUN_ARGS ?= --metrics-bind-address=127.0.0.1:8443 --health-probe-bind-address=127.0.0.1:6789
+# `make plan CR=config/samples/<file>.yaml` (or CR=<kind>/<name> of a CR in the cluster):
+# what a reconcile of it would change, changing nothing; e.g. PLAN_ARGS="--set spec.size=3".
+CR ?=
+PLAN_ARGS ?=
 ignore-not-found ?= false
 # kustomize (only `deploy` needs it, to set the image): from PATH, else bin/kustomize,
 # built by `make kustomize` with `go install` (Go and its module proxy needed once).
@@ -131,6 +135,16 @@ run: ansible-operator ## run the operator here, against $KUBECONFIG or else the 
 \tANSIBLE_ROLES_PATH="$(CURDIR)/roles" \\
 \tKUBECONFIG="$${KUBECONFIG:-$$($(ANSIBLE_OPERATOR) cluster kubeconfig)}" \\
 \t$(ANSIBLE_OPERATOR) run --watches-file ./watches.yaml $(RUN_ARGS)
+
+.PHONY: plan
+plan: ansible-operator ## show what a reconcile of CR (a file, or kind/name) would change
+\t@if [ -z "$(CR)" ]; then echo "usage: make plan CR=config/samples/<file>.yaml" \\
+\t  "(or CR=<kind>/<name> of a CR in the cluster) [PLAN_ARGS=...]" >&2; exit 1; fi
+\t@if [ -f "$(CR)" ]; then set -- "$(CR)"; else set -- --cr "$(CR)"; fi; \\
+\tANSIBLE_ROLES_PATH="$(CURDIR)/roles" \\
+\tKUBECONFIG="$${KUBECONFIG:-$$($(ANSIBLE_OPERATOR) cluster kubeconfig)}" \\
+\t$(ANSIBLE_OPERATOR) plan --watches-file ./watches.yaml "$$@" $(PLAN_ARGS); \\
+\trc=$$?; if [ $$rc -eq 2 ]; then rc=0; fi; exit $$rc  # 2 is "changes", not a failure
 
 .PHONY: cluster-up
 cluster-up: ansible-operator ## start the local control plane, unless KUBECONFIG is set

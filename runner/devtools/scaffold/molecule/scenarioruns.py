@@ -143,6 +143,7 @@ _OPERATOR_CONVERGE = r"""---
         unset ANSIBLE_FORCE_COLOR ANSIBLE_VERBOSE_TO_STDERR
         setsid {{ operator_bin | quote }} run --watches-file ./watches.yaml \
           --proxy-port 0 --metrics-bind-address 0 --health-probe-bind-address 0 \
+          --user-metrics-bind-address 127.0.0.1:0 \
           --zap-encoder console \
           >> {{ operator_log | quote }} 2>&1 < /dev/null &
         echo $! > {{ operator_pid_file | quote }}

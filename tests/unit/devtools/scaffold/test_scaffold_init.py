@@ -273,6 +273,7 @@ def test_molecule_scenario_targets_the_cluster_without_containers() -> None:
     "target",
     [
         "run",
+        "plan",
         "install",
         "uninstall",
         "deploy",
@@ -298,6 +299,7 @@ def test_makefile_recipes_use_tabs_and_our_commands() -> None:
     assert "$(KUBECTL) apply -k config/default" in makefile
     assert "$(ANSIBLE_OPERATOR) bundle generate --version $(VERSION)" in makefile
     assert "$(ANSIBLE_OPERATOR) catalog generate --package web-operator" in makefile
+    assert '$(ANSIBLE_OPERATOR) plan --watches-file ./watches.yaml "$$@" $(PLAN_ARGS)' in makefile
 
 
 def test_dockerfile_builds_from_this_version() -> None:
