@@ -108,6 +108,9 @@ class Controller:
         requeueing it (sharding: the key is being handed over to another replica)."""
 
     def _on_event(self, event: str, new: KubeObject, old: KubeObject | None) -> None:
+        if event == DELETED:
+            # Gone (or out of this replica's selection): its resync is moot.
+            self.queue.cancel_after(object_key(new))
         if self._metrics is not None:
             if event == DELETED:
                 self._metrics.resource_deleted(new)
@@ -193,6 +196,9 @@ class Controller:
         match outcome:
             case Done() | Terminal():
                 self.queue.forget(key)
+                if self.informer.get(key) is None:
+                    # gone: a requeue its last run asked for, racing the deletion, is moot
+                    self.queue.cancel_after(key)
             case RequeueAfter(delay=delay):
                 self.queue.forget(key)
                 self.queue.add_after(key, delay, Priority.LOW)

@@ -236,6 +236,16 @@ class WorkQueue(Generic[K]):
         self.add_after(key, delay, priority)
         return delay
 
+    def cancel_after(self, key: K) -> bool:
+        """Drop the pending `add_after` of `key`; True when there was one. For a key whose
+        object is gone: its resync timer would otherwise be held (10 hours by default)
+        for every CR ever deleted, only to reconcile a name that no longer exists."""
+        timer = self._timers.pop(key, None)
+        if timer is None:
+            return False
+        timer.handle.cancel()
+        return True
+
     def backoff(self, failures: int) -> float:
         """The delay after `failures` earlier failures of a key."""
         return min(self._base_delay * 2.0 ** min(failures, 64), self._max_delay)

@@ -66,6 +66,35 @@ async def test_requeue_after_forgets_the_backoff_and_adds_the_key_after_the_dela
     assert totals(engine, controller) == {"success": 1, "error": 1, "requeue_after": 2}
 
 
+async def test_a_deleted_object_drops_its_pending_resync(engine: Engine) -> None:
+    engine.reconciler.script("resynced", returns(RequeueAfter(3600)))
+    controller = await engine.controller()
+    await engine.create("resynced")
+    await until(reconciled(controller, 1), message="the first reconcile")
+    assert controller.queue.delayed == 1, "its resync waits an hour"
+
+    await engine.delete("resynced")
+    await until(reconciled(controller, 2), message="the reconcile of the deletion")
+    assert controller.queue.delayed == 0, "nothing is kept for a name that is gone"
+
+
+async def test_a_resync_asked_for_by_a_run_the_deletion_overtook_is_dropped(
+    engine: Engine,
+) -> None:
+    gate = asyncio.Event()
+    engine.reconciler.script("racing", holds(gate, then=RequeueAfter(3600)))
+    controller = await engine.controller()
+    key = engine.key("racing")
+    await engine.create("racing")
+    await until(lambda: engine.reconciler.in_flight == 1, message="the run in progress")
+    await engine.delete("racing")
+    await until(lambda: controller.informer.get(key) is None, message="the deletion seen")
+
+    gate.set()  # the run ends asking for its resync; the dirty key runs once more: Done
+    await until(reconciled(controller, 2), message="the reconcile after the deletion")
+    assert controller.queue.delayed == 0
+
+
 async def test_terminal_is_counted_and_not_retried_until_the_object_changes(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -612,3 +612,15 @@ async def test_metrics_by_priority(
         await next_key(queue)
     assert metrics.waits == waits
     assert metrics.depths == dict.fromkeys(depths, 0)
+
+
+async def test_cancel_after_drops_only_the_pending_add_of_that_key() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add_after("gone", 0.02)
+    queue.add_after("kept", 0.02)
+    assert queue.cancel_after("gone") is True
+    assert queue.cancel_after("gone") is False, "nothing left to cancel"
+    assert queue.delayed == 1
+    assert await next_key(queue) == "kept"
+    queue.done("kept")
+    assert await nothing_ready(queue, wait=0.1), "the cancelled add never fires"
