@@ -51,6 +51,7 @@ from runner.sharding.ring import shard_label
 from runner.sharding.ringmetrics import ShardMetrics
 from runner.sharding.sharder import Sharder
 from runner.structs import GVK, NamespacedName, bodies
+from runner.util.heaptrim import trim_periodically
 from runner.watches import model as watches_mod
 from runner.webhooks.server import runtime as webhook_runtime
 
@@ -308,6 +309,8 @@ async def _serve(
         if limited is not None:
             sampler = asyncio.create_task(limited[1].run(), name="run-memory")
             stack.push_async_callback(_cancelled, sampler)
+        trimming = asyncio.create_task(trim_periodically(), name="heap-trim")
+        stack.push_async_callback(_cancelled, trimming)
         builder = ControllerBuilder(
             client=client,
             backend=backend,
