@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .invariants import Check
+from .invariants import Check, Violation
 from .schedule import KINDS
 
 
@@ -162,7 +162,16 @@ def summary(results: Mapping[str, Any], *, step: float = 5.0) -> str:
         f"| total | {sum(counts['scheduled'].values())} | {sum(counts['injected'].values())} |"
     )
     checks = [
-        Check(name=c["name"], passed=c["passed"], summary=c["summary"]) for c in results["checks"]
+        Check(
+            name=c["name"],
+            passed=c["passed"],
+            summary=c["summary"],
+            # the JSON keeps the first 50 violations, and (since) how many there were
+            violations=[Violation(**v) for v in c.get("violations", [])]
+            + [Violation(0.0, "", "")]
+            * (c.get("violation_count", 0) - len(c.get("violations", []))),
+        )
+        for c in results["checks"]
     ]
     work = results["workload"]
     runs = results["runs"]

@@ -414,6 +414,7 @@ class Soak:
                     "name": check.name,
                     "passed": check.passed,
                     "summary": check.summary,
+                    "violation_count": len(check.violations),
                     "violations": [asdict(v) for v in check.violations[:50]],
                 }
                 for check in checks

@@ -106,3 +106,18 @@ def test_the_summary_of_a_soak() -> None:
     assert "| kill9 | 2 | 1 |" in text and "| total | 2 | 1 |" in text
     assert "| nothing lost | pass | 20 CRs |" in text
     assert "| 0-5 | 50 / 61 | - | 2.0 | kill9 |" in text
+
+
+def test_the_summary_counts_every_violation_not_only_those_kept() -> None:
+    results = soak_results()
+    kept = [{"at": 1.0, "key": f"soak/s-{n}", "text": "overlap"} for n in range(50)]
+    results["checks"] = [
+        {
+            "name": "no overlap",
+            "passed": False,
+            "summary": "120 overlaps",
+            "violation_count": 120,
+            "violations": kept,
+        }
+    ]
+    assert "| no overlap | **FAIL** (120) | 120 overlaps |" in report.summary(results)
