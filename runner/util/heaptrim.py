@@ -3,8 +3,8 @@
 A long-running operator frees nearly all a reconcile allocates (watch events, API bodies,
 job events), but glibc keeps the freed chunks of its heap resident. Measured in the chaos
 soak (docs/benchmarks.md): a replica reconciling 200 CRs under create/update/delete churn
-for 20 minutes kept its in-use C heap at 13 MiB while the free part grew from 2 to 9 MiB,
-and its RSS from 57 to 66 MiB; one `malloc_trim(0)` gave 5.4 MiB back. Go's runtime
+for 8 minutes kept its in-use C heap at 14 MiB while the free part grew from 3 to 10 MiB,
+and its RSS from 58 to 66 MiB; one `malloc_trim(0)` gave 5.4 MiB back. Go's runtime
 returns freed memory by itself; this does the same here, off the event loop. Where the C
 library has no `malloc_trim` (musl), it does nothing.
 """
