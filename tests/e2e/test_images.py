@@ -232,6 +232,9 @@ def registry_cluster(tmp_path: Path) -> Iterator[Path]:
     LocalCluster(state_dir).down()
 
 
+# Two image builds, pushes, a registry restarted with TLS and `cluster down`: over 300 s
+# on a loaded 2-core machine (measured: cut off at `down`).
+@pytest.mark.timeout(900)
 def test_push_and_pull_through_the_loopback_registry(
     registry_cluster: Path, runtime: str, tmp_path: Path
 ) -> None:

@@ -218,6 +218,29 @@ async def test_a_dead_zygote_is_replaced(
     assert not ours()
 
 
+async def test_a_zygote_that_dies_while_idle_is_reaped(
+    tmp_path: Path, kubeconfig: Path, namespace: str, memcached_crd: Any, collections_path: None
+) -> None:
+    role = tmp_path / "roles" / "hello"
+    (role / "tasks").mkdir(parents=True)
+    (role / "tasks" / "main.yml").write_text("- ansible.builtin.debug: {msg: hi}\n")
+    earlier = set(_zygotes())
+    backend = FastBackend(tmp_path / "runner", env=FAST)
+    try:
+        req = RunRequest(gvk=MEMCACHED, namespace=namespace, name="idle", role=role)
+        assert (await backend.run(req)).ok == 1
+        (zygote,) = [pid for pid in _zygotes() if pid not in earlier]
+        os.kill(zygote, signal.SIGKILL)
+        # No run follows (a standby replica's case): nothing else would wait for it.
+        wait_for(
+            lambda: not Path(f"/proc/{zygote}").exists(),
+            timeout=30,
+            message=f"the killed zygote {zygote} reaped, not left a zombie",
+        )
+    finally:
+        await backend.close()
+
+
 def _zygotes() -> list[int]:
     """Live zygote processes started by this test process."""
     found = []

@@ -60,6 +60,9 @@ _POLL_SECONDS = 0.5
 _IDLE_TIMEOUT = 3600.0
 """How long a replaced zygote may keep serving the runs it started."""
 
+_REAP_SECONDS = 10.0
+"""How long a zygote whose socket closed may take to exit before it is left to `close()`."""
+
 _CANCELED_RC = 254
 
 _MISSING_PROCESS_RC = 127
@@ -285,6 +288,11 @@ class Zygote:
             run.started.set()
             run.done.set()
         self._ready.set()
+        # Reap it now: an idle operator (a standby replica) may start no run that would
+        # replace it, and until then it would stay among the operator's children as a
+        # zombie. A process that closed its socket and lives on is left to `close()`.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=_REAP_SECONDS)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         op = message.get("op")
